@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, then
+#   1. Release build: unit, golden (llama.cpp outputs and tokenizer vectors in ../shared) and CLI tests;
+#   2. ASan+UBSan build: unit and golden tests again;
+#   3. libFuzzer: the GGUF reader, replaying the committed corpus and fuzzing for a bounded time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs="$(nproc)"
+fuzz_seconds="${PAGODA_FUZZ_SECONDS:-60}"
+
+echo "== release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== sanitizer build (ASan+UBSan) and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_SANITIZE=ON >/dev/null
+cmake --build build-asan -j "$jobs" --target pagoda_unit_tests pagoda_golden_tests
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'unit|golden'
+
+echo "== fuzzing the GGUF reader for ${fuzz_seconds}s"
+CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_FUZZ=ON -DPAGODA_BUILD_TESTS=OFF >/dev/null
+cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader
+mkdir -p build-fuzz/corpus
+cp tests/fuzz/corpus/gguf/* build-fuzz/corpus/
+./build-fuzz/tests/fuzz/fuzz_gguf_reader -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 \
+  -print_final_stats=1 build-fuzz/corpus tests/fuzz/corpus/gguf 2>&1 | tail -n 15
+echo "== all tests passed"

@@ -1,0 +1,37 @@
+// Matrix multiply of activations by a weight matrix stored in its file type: y = x * W^T.
+//
+// Determinism contract (batch invariance): every output element y[t, r] is reduced over k in one fixed order
+// that does not depend on num_tokens, on which other rows or tokens are computed alongside, or on the thread
+// count. So a token's result is bitwise identical whether it is computed alone or inside a batch.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/weight_matrix.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+// x: [num_tokens, w.cols] row stride w.cols; y: [num_tokens, w.rows] row stride w.rows.
+void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool);
+
+// Converts row r of w to f32: out [w.cols]. Used for embedding lookups.
+void dequantize_row(const WeightMatrix& w, int64_t r, float* out);
+
+// The instruction set the kernels dispatch to on this machine ("avx512" or "scalar").
+const char* matmul_isa_name();
+
+namespace kernels {
+// One ISA's implementation: computes rows [row_begin, row_end) of y for all tokens.
+using MatmulRowsFn = void (*)(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
+                              int64_t row_end);
+void matmul_rows_scalar(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
+                        int64_t row_end);
+void matmul_rows_avx512(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
+                        int64_t row_end);
+// TODO(#2): an AVX2 variant for machines without AVX-512; they use the scalar kernel for now.
+// Forces an ISA for tests ("avx512", "scalar"); returns false if the CPU lacks it.
+bool force_matmul_isa(const char* name);
+}  // namespace kernels
+
+}  // namespace pagoda

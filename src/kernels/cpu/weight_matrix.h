@@ -1,0 +1,21 @@
+// A 2-D weight tensor viewed in place, in its file type (no conversion to f32 at load time).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "io/ggml_type.h"
+
+namespace pagoda {
+
+struct WeightMatrix {
+  const uint8_t* data = nullptr;  // [rows][row_bytes], row-major as in GGUF (ne[0] = cols is contiguous)
+  GgmlType type = GgmlType::F32;
+  int64_t cols = 0;      // inner (reduction) dimension K
+  int64_t rows = 0;      // output features N
+  size_t row_bytes = 0;  // bytes of one row of `cols` elements in `type`
+
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+};
+
+}  // namespace pagoda

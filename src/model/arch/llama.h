@@ -1,0 +1,34 @@
+// The Llama-family forward pass on CPU: embedding, per layer RMSNorm -> Q/K/V -> RoPE -> grouped-query
+// attention -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual; then output norm and head.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "util/result.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+// Scratch buffers of one forward call, reused across calls (grown only when a larger batch arrives).
+struct LlamaWorkspace {
+  std::vector<float> x;      // [T, n_embd] residual stream
+  std::vector<float> xn;     // [T, n_embd] normalised input of a sub-layer
+  std::vector<float> q;      // [T, q_dim]
+  std::vector<float> k;      // [T, kv_dim]
+  std::vector<float> v;      // [T, kv_dim]
+  std::vector<float> attn;   // [T, q_dim]
+  std::vector<float> proj;   // [T, n_embd] output of attn_output / ffn_down
+  std::vector<float> gate;   // [T, n_ff]
+  std::vector<float> up;     // [T, n_ff]
+  void reserve(const ModelHParams& hp, int64_t num_tokens);
+};
+
+// Runs `tokens` at positions kv.length() .. kv.length() + T - 1 and appends their K/V to kv.
+// logits receives [T, n_vocab] when all_logits, else [1, n_vocab] for the last token.
+Status llama_forward(const Model& model, std::span<const int32_t> tokens, ContiguousKvCache& kv, LlamaWorkspace& ws,
+                     ThreadPool& pool, bool all_logits, std::vector<float>& logits);
+
+}  // namespace pagoda

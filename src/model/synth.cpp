@@ -1,0 +1,142 @@
+#include "model/synth.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+
+#include "util/fp16.h"
+#include "util/rng.h"
+
+namespace pagoda {
+namespace {
+
+// llama.cpp's general.file_type values for "mostly <type>" files.
+uint32_t file_type_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::BF16: return 32;
+    default: return 0;
+  }
+}
+
+// Encodes f32 values as `type` (Q8_0 the way ggml's reference quantizer does: scale = max|x| / 127).
+std::vector<uint8_t> encode(const std::vector<float>& values, GgmlType type) {
+  std::vector<uint8_t> out;
+  switch (type) {
+    case GgmlType::F32:
+      out.resize(values.size() * 4);
+      std::memcpy(out.data(), values.data(), out.size());
+      break;
+    case GgmlType::F16:
+    case GgmlType::BF16: {
+      out.resize(values.size() * 2);
+      auto* h = reinterpret_cast<uint16_t*>(out.data());
+      for (size_t i = 0; i < values.size(); ++i) h[i] = type == GgmlType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+      break;
+    }
+    case GgmlType::Q8_0: {
+      const size_t n_blocks = values.size() / kQ8_0BlockElems;
+      out.resize(n_blocks * sizeof(BlockQ8_0));
+      auto* blocks = reinterpret_cast<BlockQ8_0*>(out.data());
+      for (size_t b = 0; b < n_blocks; ++b) {
+        const float* x = values.data() + b * kQ8_0BlockElems;
+        float amax = 0.0f;
+        for (uint32_t i = 0; i < kQ8_0BlockElems; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        blocks[b].scale_f16 = f32_to_f16(d);
+        for (uint32_t i = 0; i < kQ8_0BlockElems; ++i) blocks[b].q[i] = static_cast<int8_t>(std::round(x[i] * id));
+      }
+      break;
+    }
+    default: break;
+  }
+  return out;
+}
+
+// Uniform values with the given standard deviation.
+std::vector<float> random_values(Rng& rng, size_t n, float stddev) {
+  std::vector<float> v(n);
+  const double a = std::sqrt(3.0) * stddev;
+  for (auto& x : v) x = static_cast<float>((rng.next_double() * 2.0 - 1.0) * a);
+  return v;
+}
+
+}  // namespace
+
+Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab) {
+  if (o.arch != "llama") return make_error("unsupported --arch '" + o.arch + "' (supported: llama)");
+  auto positive = [](int64_t v, const char* flag) -> Status {
+    if (v <= 0 || v > (1 << 20)) return make_error(std::string(flag) + " must be between 1 and 1048576");
+    return Status::success();
+  };
+  PAGODA_RETURN_IF_ERROR(positive(o.dim, "--dim"));
+  PAGODA_RETURN_IF_ERROR(positive(o.layers, "--layers"));
+  PAGODA_RETURN_IF_ERROR(positive(o.heads, "--heads"));
+  PAGODA_RETURN_IF_ERROR(positive(o.kv_heads, "--kv-heads"));
+  PAGODA_RETURN_IF_ERROR(positive(o.ffn, "--ffn"));
+  PAGODA_RETURN_IF_ERROR(positive(o.context, "--context"));
+  if (o.dim % o.heads != 0) return make_error("--dim must be a multiple of --heads");
+  if (o.heads % o.kv_heads != 0) return make_error("--heads must be a multiple of --kv-heads");
+  if ((o.dim / o.heads) % 2 != 0) return make_error("the head size (--dim / --heads) must be even");
+  const uint32_t block = ggml_type_traits(o.dtype).block_elems;
+  if (o.dim % block != 0 || o.ffn % block != 0)
+    return make_error("--dim and --ffn must be multiples of " + std::to_string(block) + " for " + ggml_type_traits(o.dtype).name);
+
+  auto tokens = vocab.get_array("tokenizer.ggml.tokens", GgufValueType::STRING);
+  if (!tokens.ok()) return make_error(vocab.source_name() + ": " + tokens.error().message);
+  const int64_t n_vocab = static_cast<int64_t>((*tokens)->items.size());
+  if (n_vocab == 0) return make_error(vocab.source_name() + ": the vocabulary is empty");
+
+  const int64_t head_dim = o.dim / o.heads;
+  const int64_t kv_dim = o.kv_heads * head_dim;
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", "pagoda-synth");
+  w.set_uint32("general.file_type", file_type_of(o.dtype));
+  w.set_uint32("llama.context_length", static_cast<uint32_t>(o.context));
+  w.set_uint32("llama.embedding_length", static_cast<uint32_t>(o.dim));
+  w.set_uint32("llama.block_count", static_cast<uint32_t>(o.layers));
+  w.set_uint32("llama.feed_forward_length", static_cast<uint32_t>(o.ffn));
+  w.set_uint32("llama.attention.head_count", static_cast<uint32_t>(o.heads));
+  w.set_uint32("llama.attention.head_count_kv", static_cast<uint32_t>(o.kv_heads));
+  w.set_uint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
+  w.set_float32("llama.rope.freq_base", 10000.0f);
+  w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_uint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  for (const auto& [key, value] : vocab.metadata())
+    if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+
+  Rng rng(o.seed);
+  const auto u64 = [](int64_t v) { return static_cast<uint64_t>(v); };
+  auto add_matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
+    w.add_tensor(name, o.dtype, {u64(cols), u64(rows)}, encode(random_values(rng, cols * rows, stddev), o.dtype));
+  };
+  auto add_norm = [&](const std::string& name) {
+    w.add_tensor(name, GgmlType::F32, {u64(o.dim)}, encode(std::vector<float>(o.dim, 1.0f), GgmlType::F32));
+  };
+  // Projections into a sub-layer have unit gain (std 1/sqrt(fan_in)); projections back into the residual
+  // stream are scaled down by sqrt(2 * layers) so the residual stays O(1) however deep the model is.
+  const float in_std = 1.0f / std::sqrt(static_cast<float>(o.dim));
+  const float depth = std::sqrt(2.0f * static_cast<float>(o.layers));
+  add_matrix("token_embd.weight", o.dim, n_vocab, 1.0f);
+  add_norm("output_norm.weight");
+  add_matrix("output.weight", o.dim, n_vocab, in_std);
+  for (int64_t i = 0; i < o.layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    add_norm(p + "attn_norm.weight");
+    add_matrix(p + "attn_q.weight", o.dim, o.dim, in_std);
+    add_matrix(p + "attn_k.weight", o.dim, kv_dim, in_std);
+    add_matrix(p + "attn_v.weight", o.dim, kv_dim, in_std);
+    add_matrix(p + "attn_output.weight", o.dim, o.dim, in_std / depth);
+    add_norm(p + "ffn_norm.weight");
+    add_matrix(p + "ffn_gate.weight", o.dim, o.ffn, in_std);
+    add_matrix(p + "ffn_up.weight", o.dim, o.ffn, in_std);
+    add_matrix(p + "ffn_down.weight", o.ffn, o.dim, 1.0f / std::sqrt(static_cast<float>(o.ffn)) / depth);
+  }
+  return w;
+}
+
+}  // namespace pagoda

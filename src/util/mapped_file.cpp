@@ -1,0 +1,45 @@
+#include "util/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace pagoda {
+
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return make_error("cannot stat '" + path + "': " + why);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error("'" + path + "' is not a regular file");
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  const uint8_t* data = nullptr;
+  if (size > 0) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      std::string why = std::strerror(errno);
+      ::close(fd);
+      return make_error("cannot map '" + path + "': " + why);
+    }
+    data = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return std::shared_ptr<MappedFile>(new MappedFile(path, data, size));
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace pagoda

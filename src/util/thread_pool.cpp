@@ -1,0 +1,73 @@
+#include "util/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define PAGODA_CPU_RELAX() _mm_pause()
+#else
+#define PAGODA_CPU_RELAX() ((void)0)
+#endif
+
+namespace pagoda {
+namespace {
+constexpr int kSpinIterations = 1 << 16;
+}
+
+int ThreadPool::default_num_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
+  workers_.reserve(num_threads_ - 1);
+  for (int tid = 1; tid < num_threads_; ++tid) workers_.emplace_back([this, tid] { worker_loop(tid); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run_raw(RawFn fn, void* ctx) {
+  if (num_threads_ == 1) {
+    fn(ctx, 0);
+    return;
+  }
+  fn_ = fn;
+  ctx_ = ctx;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  fn(ctx, 0);
+  while (pending_.load(std::memory_order_acquire) != 0) PAGODA_CPU_RELAX();
+}
+
+void ThreadPool::worker_loop(int tid) {
+  // Generation 0 is the one at construction: a job published before this thread got going is still seen.
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t now = seen;
+    for (int i = 0; i < kSpinIterations; ++i) {
+      now = generation_.load(std::memory_order_acquire);
+      if (now != seen) break;
+      PAGODA_CPU_RELAX();
+    }
+    while (now == seen) {
+      generation_.wait(seen, std::memory_order_acquire);
+      now = generation_.load(std::memory_order_acquire);
+    }
+    seen = now;
+    if (stop_.load(std::memory_order_acquire)) return;
+    fn_(ctx_, tid);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace pagoda

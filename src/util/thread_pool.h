@@ -1,0 +1,57 @@
+// A fork-join pool for the kernels. The calling thread is worker 0; the others spin briefly on a generation
+// counter and then sleep on it (futex via std::atomic::wait), so dispatch costs well under a microsecond while
+// work keeps coming (decode issues ~100 parallel regions per token) and nothing burns a core when idle.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace pagoda {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return num_threads_; }
+
+  // Calls fn(thread_index) once on each of num_threads() threads and returns when all have finished.
+  template <typename F>
+  void run(F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    run_raw([](void* ctx, int tid) { (*static_cast<Fn*>(ctx))(tid); }, const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Splits [0, n) into num_threads() contiguous ranges, in order, and calls fn(begin, end) for each non-empty one.
+  template <typename F>
+  void parallel_for(int64_t n, F&& fn) {
+    const int nt = num_threads_;
+    run([&](int tid) {
+      const int64_t begin = n * tid / nt;
+      const int64_t end = n * (tid + 1) / nt;
+      if (begin < end) fn(begin, end);
+    });
+  }
+
+  // The default thread count: the number of cores this process may use.
+  static int default_num_threads();
+
+ private:
+  using RawFn = void (*)(void*, int);
+  void run_raw(RawFn fn, void* ctx);
+  void worker_loop(int tid);
+
+  int num_threads_;
+  std::vector<std::thread> workers_;
+  RawFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace pagoda

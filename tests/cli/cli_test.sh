@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Drives the real binary: output formats, and bad input (missing/corrupt files, unsupported architecture,
+# over-long prompts, invalid flag values) -> one clear error line on stderr, non-zero exit, no crash or hang.
+set -u
+pagoda="$1"
+shared="$2"
+model="$shared/models/stories260K.gguf"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect_error NAME PATTERN -- ARGS...: exit code 1..125 (not a signal), exactly one stderr line matching PATTERN.
+expect_error() {
+  local name="$1" pattern="$2"
+  shift 3
+  timeout 60 "$pagoda" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
+    bad "$name: exit code $rc"; cat "$tmp/err"; return
+  fi
+  if [ "$lines" -ne 1 ]; then bad "$name: $lines stderr lines"; cat "$tmp/err"; return; fi
+  if ! grep -qE -- "$pattern" "$tmp/err"; then bad "$name: stderr '$(cat "$tmp/err")' lacks /$pattern/"; return; fi
+  ok
+}
+
+# --- output formats
+out=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --format json 2>/dev/null | tail -n 1)
+if echo "$out" | grep -qE '^\{"prompt_ids":\[1,403,407,261,378\],"ids":\[432,383,286,261,'; then ok; else bad "run json: $out"; fi
+echo "$out" | grep -q '"text":", there was a little girl named Lily' && ok || bad "run json text: $out"
+text=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 2>/dev/null)
+echo "$text" | grep -q "Lily" && ok || bad "run text: $text"
+a=$(timeout 60 "$pagoda" run "$model" -p "Once" -n 24 --temp 0.9 --seed 7 --format json 2>/dev/null | tail -n 1)
+b=$(timeout 60 "$pagoda" run "$model" -p "Once" -n 24 --temp 0.9 --seed 7 --format json 2>/dev/null | tail -n 1)
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "same seed, different output"
+tok=$(timeout 60 "$pagoda" tokenize "$shared/vocab/ggml-vocab-llama-spm.gguf" -p "Hello world" --no-special --format json | tail -n 1)
+[ "$tok" = '{"ids":[15043,3186]}' ] && ok || bad "tokenize: $tok"
+tok=$(timeout 60 "$pagoda" tokenize "$shared/vocab/ggml-vocab-llama-spm.gguf" -p "Hello world" --format json | tail -n 1)
+[ "$tok" = '{"ids":[1,15043,3186]}' ] && ok || bad "tokenize with BOS: $tok"
+timeout 60 "$pagoda" inspect "$model" >"$tmp/inspect" 2>&1 && grep -q "n_head_kv=4" "$tmp/inspect" && grep -q "blk.4.ffn_down.weight" "$tmp/inspect" && ok || bad "inspect"
+timeout 120 "$pagoda" synth --arch llama --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 \
+  --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q8_0 --seed 1 -o "$tmp/synth.gguf" 2>/dev/null && ok || bad "synth"
+bench=$(timeout 120 "$pagoda" bench "$tmp/synth.gguf" -p 16 -n 4 -r 1 --format json 2>/dev/null | tail -n 1)
+echo "$bench" | grep -qE '"decode_tok_s":[0-9]' && echo "$bench" | grep -qE '"prefill_tok_s":[0-9]' && ok || bad "bench json: $bench"
+timeout 60 "$pagoda" run "$tmp/synth.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 && ok || bad "run on synth q8_0"
+
+# --- bad input
+expect_error "missing model" "cannot open '/nonexistent.gguf'" -- run /nonexistent.gguf -p hi
+head -c 5000 "$model" >"$tmp/truncated.gguf"
+expect_error "truncated model" "extends past the end of the file|truncated" -- run "$tmp/truncated.gguf" -p hi
+head -c 100 /dev/urandom >"$tmp/noise.gguf"
+expect_error "random bytes" "not a GGUF file" -- run "$tmp/noise.gguf" -p hi
+: >"$tmp/empty.gguf"
+expect_error "empty file" "too small" -- inspect "$tmp/empty.gguf"
+expect_error "directory" "not a regular file" -- run "$tmp" -p hi
+expect_error "unsupported architecture" "unsupported architecture 'gpt2'" -- run "$shared/vocab/ggml-vocab-gpt-2.gguf" -p hi
+long=$(printf 'word %.0s' $(seq 1 100))
+expect_error "prompt longer than context" "more than the context size of 16" -- run "$model" -p "$long" -c 16
+expect_error "negative temperature" "temp" -- run "$model" -p hi --temp -1
+expect_error "NaN temperature" "not a number|out of range" -- run "$model" -p hi --temp nan
+expect_error "non-numeric -n" "n-predict|-n" -- run "$model" -p hi -n abc
+expect_error "negative -n" "n-predict|-n" -- run "$model" -p hi -n -5
+expect_error "top-p above 1" "top-p" -- run "$model" -p hi --top-p 2
+expect_error "bad format" "format" -- run "$model" -p hi --format xml
+expect_error "unknown flag" "--bogus" -- run "$model" -p hi --bogus
+expect_error "missing prompt" "prompt" -- run "$model"
+expect_error "no subcommand" "subcommand" --
+expect_error "bad dtype" "dtype 'q3' is not one of" -- synth --dim 64 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q3 -o "$tmp/x.gguf"
+expect_error "bad synth shape" "multiple of --heads" -- synth --dim 65 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" -o "$tmp/x.gguf"
+expect_error "bench context" "exceeds the model's context" -- bench "$model" -p 100000 -n 1
+expect_error "vocab-only model" "tensor 'token_embd.weight' is missing" -- run "$shared/vocab/ggml-vocab-llama-spm.gguf" -p hi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

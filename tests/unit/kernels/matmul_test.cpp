@@ -1,0 +1,116 @@
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "util/fp16.h"
+#include "util/rng.h"
+
+namespace pagoda {
+namespace {
+
+// A random weight matrix in `type`, and its exact f32 dequantization.
+struct TestMatrix {
+  std::vector<uint8_t> bytes;
+  std::vector<float> dequant;  // [rows, cols]
+  WeightMatrix w;
+};
+
+TestMatrix make_matrix(GgmlType type, int64_t rows, int64_t cols, uint64_t seed) {
+  Rng rng(seed);
+  TestMatrix m;
+  const auto& traits = ggml_type_traits(type);
+  const size_t row_bytes = ggml_row_bytes(traits, cols);
+  m.bytes.resize(row_bytes * rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = m.bytes.data() + r * row_bytes;
+    for (int64_t k = 0; k < cols; ++k) {
+      const float v = static_cast<float>(rng.next_double() * 2 - 1);
+      if (type == GgmlType::F32) std::memcpy(row + 4 * k, &v, 4);
+      if (type == GgmlType::F16) reinterpret_cast<uint16_t*>(row)[k] = f32_to_f16(v);
+      if (type == GgmlType::BF16) reinterpret_cast<uint16_t*>(row)[k] = f32_to_bf16(v);
+      if (type == GgmlType::Q8_0) {
+        auto* b = reinterpret_cast<BlockQ8_0*>(row) + k / 32;
+        if (k % 32 == 0) b->scale_f16 = f32_to_f16(0.01f + 0.001f * static_cast<float>(r % 7));
+        b->q[k % 32] = static_cast<int8_t>(static_cast<int>(rng.next_u64() % 255) - 127);
+      }
+    }
+  }
+  m.w = WeightMatrix{m.bytes.data(), type, cols, rows, row_bytes};
+  m.dequant.resize(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) dequantize_row(m.w, r, m.dequant.data() + r * cols);
+  return m;
+}
+
+std::vector<float> random_activations(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(n);
+  for (auto& v : x) v = static_cast<float>(rng.next_double() * 2 - 1);
+  return x;
+}
+
+class MatmulTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulTest, MatchesDoublePrecisionReference) {
+  const GgmlType type = GetParam();
+  for (int64_t cols : {32, 64, 96, 800}) {
+    for (int64_t rows : {1, 3, 4, 13}) {
+      if (cols % ggml_type_traits(type).block_elems) continue;
+      auto m = make_matrix(type, rows, cols, 7 + rows);
+      const int64_t T = 6;
+      auto x = random_activations(T * cols, 99);
+      std::vector<float> y(T * rows);
+      ThreadPool pool(2);
+      matmul(m.w, x.data(), T, y.data(), pool);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          double ref = 0;
+          for (int64_t k = 0; k < cols; ++k) ref += static_cast<double>(x[t * cols + k]) * m.dequant[r * cols + k];
+          EXPECT_NEAR(y[t * rows + r], ref, 1e-5 * cols) << "cols " << cols << " rows " << rows;
+        }
+    }
+  }
+}
+
+TEST_P(MatmulTest, IsBatchAndThreadInvariant) {
+  // A token's outputs must be bitwise identical alone, inside any batch, and with any thread count.
+  const GgmlType type = GetParam();
+  const int64_t rows = 37, cols = 160, T = 11;
+  auto m = make_matrix(type, rows, cols, 3);
+  auto x = random_activations(T * cols, 5);
+  std::vector<float> batched(T * rows);
+  ThreadPool pool3(3);
+  matmul(m.w, x.data(), T, batched.data(), pool3);
+  ThreadPool pool1(1);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<float> alone(rows);
+    matmul(m.w, x.data() + t * cols, 1, alone.data(), pool1);
+    EXPECT_EQ(0, std::memcmp(alone.data(), batched.data() + t * rows, sizeof(float) * rows)) << "token " << t;
+  }
+  // A batch starting at another offset (different tile grouping) gives the same bits too.
+  std::vector<float> shifted((T - 2) * rows);
+  matmul(m.w, x.data() + 2 * cols, T - 2, shifted.data(), pool1);
+  EXPECT_EQ(0, std::memcmp(shifted.data(), batched.data() + 2 * rows, sizeof(float) * shifted.size()));
+}
+
+TEST_P(MatmulTest, ScalarKernelAgreesWithDispatchedKernel) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 9, cols = 224, T = 5;
+  auto m = make_matrix(type, rows, cols, 11);
+  auto x = random_activations(T * cols, 12);
+  std::vector<float> fast(T * rows), scalar(T * rows);
+  ThreadPool pool(2);
+  matmul(m.w, x.data(), T, fast.data(), pool);
+  kernels::matmul_rows_scalar(m.w, x.data(), T, scalar.data(), 0, rows);
+  for (size_t i = 0; i < fast.size(); ++i) EXPECT_NEAR(fast[i], scalar[i], 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
+                         ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0),
+                         [](const auto& info) { return std::string(ggml_type_traits(info.param).name); });
+
+}  // namespace
+}  // namespace pagoda
