@@ -21,7 +21,7 @@ constexpr int64_t kTokenChunk = 64;
 
 // Loads 16 weights of a row starting at element k (k % 16 == 0), as f32; lanes outside `mask` are zero.
 template <GgmlType kType>
-inline __m512 load_weights(const uint8_t* row, int64_t k, __mmask16 mask) {
+inline __attribute__((always_inline)) __m512 load_weights(const uint8_t* row, int64_t k, __mmask16 mask) {
   if constexpr (kType == GgmlType::F32) {
     return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row) + k);
   } else if constexpr (kType == GgmlType::F16) {
@@ -43,24 +43,37 @@ inline __m512 load_weights(const uint8_t* row, int64_t k, __mmask16 mask) {
 // y[t, r] for t < kTokens, r < kRows of one tile.
 // w0: first weight row; x: [kTokens, K] (stride K); y: row stride y_stride.
 template <GgmlType kType, int kTokens, int kRows>
+inline __attribute__((always_inline)) void tile_step(__m512 (&acc)[kTokens][kRows], const uint8_t* w0, size_t row_bytes,
+                                                     const float* x, int64_t K, int64_t k, __mmask16 mask) {
+  __m512 wv[kRows];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) wv[r] = load_weights<kType>(w0 + r * row_bytes, k, mask);
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) {
+    const __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * K + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
+  }
+}
+
+// y[t, r] for t < kTokens, r < kRows of one tile.
+// w0: first weight row; x: [kTokens, K] (stride K); y: row stride y_stride.
+template <GgmlType kType, int kTokens, int kRows>
 void tile(const uint8_t* w0, size_t row_bytes, const float* x, int64_t K, float* y, int64_t y_stride) {
   __m512 acc[kTokens][kRows];
+#pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t)
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) acc[t][r] = _mm512_setzero_ps();
 
-  auto step = [&](int64_t k, __mmask16 mask) {
-    __m512 wv[kRows];
-    for (int r = 0; r < kRows; ++r) wv[r] = load_weights<kType>(w0 + r * row_bytes, k, mask);
-    for (int t = 0; t < kTokens; ++t) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * K + k);
-      for (int r = 0; r < kRows; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
-    }
-  };
   const int64_t k_full = K / 16 * 16;
-  for (int64_t k = 0; k < k_full; k += 16) step(k, 0xffff);
-  if (k_full < K) step(k_full, static_cast<__mmask16>((1u << (K - k_full)) - 1));
+  for (int64_t k = 0; k < k_full; k += 16) tile_step<kType, kTokens, kRows>(acc, w0, row_bytes, x, K, k, 0xffff);
+  if (k_full < K)
+    tile_step<kType, kTokens, kRows>(acc, w0, row_bytes, x, K, k_full, static_cast<__mmask16>((1u << (K - k_full)) - 1));
 
+#pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t)
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[t][r]);
 }
 
