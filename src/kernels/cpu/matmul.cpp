@@ -3,6 +3,10 @@
 #include <cassert>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "util/fp16.h"
 
 namespace pagoda {
@@ -16,12 +20,21 @@ struct Isa {
   kernels::MatmulRowsFn fn;
 };
 
+bool cpu_has_f16c() {
+#if defined(__x86_64__)
+  // clang 14's __builtin_cpu_supports does not know "f16c": ask CPUID leaf 1 directly (ECX bit 29).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+#else
+  return false;
+#endif
+}
+
 bool cpu_has_avx512() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #else
   return false;
 #endif
