@@ -28,7 +28,8 @@ CLI::Validator finite_range(double lo, double hi) {
         }
         if (used != text.size()) return "'" + text + "' is not a number";
         if (!std::isfinite(v) || v < lo || v > hi)
-          return "'" + text + "' is out of range [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
+          return "'" + text + "' is out of range [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) +
+                 "]";
         return std::string();
       },
       "FLOAT in [" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");

@@ -69,9 +69,10 @@ int run(const BenchOptions& o) {
   uint64_t weight_bytes = 0;
   for (const auto& t : m.file().tensors()) weight_bytes += t.n_bytes;
   if (o.format == "json") {
-    nlohmann::ordered_json out = {{"model", o.model_path}, {"prompt_tokens", o.n_prompt}, {"gen_tokens", o.n_gen},
-                          {"threads", o.threads},  {"reps", o.reps},            {"isa", matmul_isa_name()},
-                          {"weight_bytes", weight_bytes}, {"prefill_tok_s", pp}, {"decode_tok_s", tg}};
+    nlohmann::ordered_json out = {
+        {"model", o.model_path}, {"prompt_tokens", o.n_prompt}, {"gen_tokens", o.n_gen},        {"threads", o.threads},
+        {"reps", o.reps},        {"isa", matmul_isa_name()},    {"weight_bytes", weight_bytes}, {"prefill_tok_s", pp},
+        {"decode_tok_s", tg}};
     std::printf("%s\n", json_line(out).c_str());
   } else {
     std::printf("model: %s (%.1f MiB of weights), threads: %d, isa: %s, reps: %d\n", o.model_path.c_str(),
@@ -88,8 +89,10 @@ void add_bench_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode speed");
   cmd->add_option("model", opts->model_path, "Model file (GGUF)")->required();
-  cmd->add_option("-p,--n-prompt", opts->n_prompt, "Prompt tokens (default 128)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd->add_option("-n,--n-gen", opts->n_gen, "Generated tokens (default 64)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("-p,--n-prompt", opts->n_prompt, "Prompt tokens (default 128)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("-n,--n-gen", opts->n_gen, "Generated tokens (default 64)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-r,--reps", opts->reps, "Repetitions after the warm-up (default 5)")->check(CLI::Range(1, 1000));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   add_threads_flag(*cmd, opts->threads);

@@ -38,7 +38,8 @@ int run(const std::string& path) {
   }
 
   std::printf("\nmetadata:\n");
-  for (const auto& [key, value] : f.metadata()) std::printf("  %-44s %s\n", key.c_str(), value.to_display_string().c_str());
+  for (const auto& [key, value] : f.metadata())
+    std::printf("  %-44s %s\n", key.c_str(), value.to_display_string().c_str());
 
   if (!f.tensors().empty()) {
     std::printf("\ntensors:\n  %-36s %-6s %-22s %14s %14s\n", "name", "type", "shape", "offset", "bytes");

@@ -81,12 +81,16 @@ void add_run_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streaming it to stdout");
   cmd->add_option("model", opts->model_path, "Model file (GGUF)")->required();
   cmd->add_option("-p,--prompt", opts->prompt, "Prompt text")->required();
-  cmd->add_option("-n,--n-predict", opts->n_predict, "Tokens to generate (default 128)")->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  cmd->add_option("--temp", opts->temperature, "Sampling temperature; 0 is greedy (default 0.8)")->check(finite_range(0.0, 100.0));
-  cmd->add_option("--top-k", opts->top_k, "Keep the K most likely tokens; 0 keeps all (default 40)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("-n,--n-predict", opts->n_predict, "Tokens to generate (default 128)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--temp", opts->temperature, "Sampling temperature; 0 is greedy (default 0.8)")
+      ->check(finite_range(0.0, 100.0));
+  cmd->add_option("--top-k", opts->top_k, "Keep the K most likely tokens; 0 keeps all (default 40)")
+      ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--top-p", opts->top_p, "Nucleus sampling mass (default 0.95)")->check(finite_range(0.0, 1.0));
   cmd->add_option("--seed", opts->seed, "Random seed (default: random)");
-  cmd->add_option("-c,--ctx-size", opts->ctx_size, "Context size in tokens (default: the model's)")->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("-c,--ctx-size", opts->ctx_size, "Context size in tokens (default: the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   add_threads_flag(*cmd, opts->threads);
   cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });

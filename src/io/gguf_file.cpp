@@ -26,8 +26,10 @@ class GgufParser {
     if (!read_pod(n_tensors)) return truncated("the tensor count");
     if (!read_pod(n_kv)) return truncated("the metadata count");
     // Each metadata entry takes at least 12 bytes (key length + type), each tensor info at least 24.
-    if (n_kv > remaining() / 12) return make_error("metadata count " + std::to_string(n_kv) + " exceeds what the file can hold");
-    if (n_tensors > remaining() / 24) return make_error("tensor count " + std::to_string(n_tensors) + " exceeds what the file can hold");
+    if (n_kv > remaining() / 12)
+      return make_error("metadata count " + std::to_string(n_kv) + " exceeds what the file can hold");
+    if (n_tensors > remaining() / 24)
+      return make_error("tensor count " + std::to_string(n_tensors) + " exceeds what the file can hold");
 
     out.kv_.reserve(n_kv);
     for (uint64_t i = 0; i < n_kv; ++i) {
@@ -80,7 +82,8 @@ class GgufParser {
       info.n_bytes = count / traits->block_elems * traits->block_bytes;
       if (!read_pod(info.offset)) return truncated("the offset of " + what);
       if (info.offset % out.alignment_ != 0)
-        return make_error(what + " offset " + std::to_string(info.offset) + " is not aligned to " + std::to_string(out.alignment_));
+        return make_error(what + " offset " + std::to_string(info.offset) + " is not aligned to " +
+                          std::to_string(out.alignment_));
       out.tensor_index_[info.name] = out.tensors_.size();
       out.tensors_.push_back(std::move(info));
     }
@@ -113,7 +116,8 @@ class GgufParser {
   Status read_string(std::string& s, const std::string& what) {
     uint64_t len = 0;
     if (!read_pod(len)) return truncated("the length of " + what);
-    if (len > remaining()) return make_error("string length of " + what + " (" + std::to_string(len) + ") exceeds the file");
+    if (len > remaining())
+      return make_error("string length of " + what + " (" + std::to_string(len) + ") exceeds the file");
     s.assign(reinterpret_cast<const char*>(data_ + pos_), len);
     pos_ += len;
     return Status::success();
@@ -280,8 +284,8 @@ Result<const GgufArray*> GgufFile::get_array(const std::string& key, GgufValueTy
   if (!v->is_array()) return wrong_kind(key, *v, "array");
   const GgufArray* arr = std::get<std::shared_ptr<GgufArray>>(v->data).get();
   if (arr->elem_type != elem_type)
-    return make_error("metadata key '" + key + "' is an array of " + gguf_value_type_name(arr->elem_type) + ", expected " +
-                      gguf_value_type_name(elem_type));
+    return make_error("metadata key '" + key + "' is an array of " + gguf_value_type_name(arr->elem_type) +
+                      ", expected " + gguf_value_type_name(elem_type));
   return arr;
 }
 

@@ -55,10 +55,12 @@ std::string GgufValue::to_display_string(size_t max_items) const {
     return out + "\"";
   }
   const auto& arr = *std::get<std::shared_ptr<GgufArray>>(data);
-  std::string out = "[" + std::string(gguf_value_type_name(arr.elem_type)) + " x " + std::to_string(arr.items.size()) + "]";
+  std::string out =
+      "[" + std::string(gguf_value_type_name(arr.elem_type)) + " x " + std::to_string(arr.items.size()) + "]";
   if (!arr.items.empty() && max_items > 0) {
     out += " {";
-    for (size_t i = 0; i < arr.items.size() && i < max_items; ++i) out += (i ? ", " : "") + arr.items[i].to_display_string(0);
+    for (size_t i = 0; i < arr.items.size() && i < max_items; ++i)
+      out += (i ? ", " : "") + arr.items[i].to_display_string(0);
     if (arr.items.size() > max_items) out += ", ...";
     out += "}";
   }

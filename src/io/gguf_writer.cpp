@@ -66,12 +66,19 @@ void GgufWriter::set(const std::string& key, GgufValue value) {
   kv_.emplace_back(key, std::move(value));
 }
 
-void GgufWriter::set_string(const std::string& key, const std::string& v) { set(key, GgufValue{GgufValueType::STRING, v}); }
-void GgufWriter::set_uint32(const std::string& key, uint32_t v) { set(key, GgufValue{GgufValueType::UINT32, uint64_t{v}}); }
-void GgufWriter::set_float32(const std::string& key, float v) { set(key, GgufValue{GgufValueType::FLOAT32, double{v}}); }
+void GgufWriter::set_string(const std::string& key, const std::string& v) {
+  set(key, GgufValue{GgufValueType::STRING, v});
+}
+void GgufWriter::set_uint32(const std::string& key, uint32_t v) {
+  set(key, GgufValue{GgufValueType::UINT32, uint64_t{v}});
+}
+void GgufWriter::set_float32(const std::string& key, float v) {
+  set(key, GgufValue{GgufValueType::FLOAT32, double{v}});
+}
 void GgufWriter::set_bool(const std::string& key, bool v) { set(key, GgufValue{GgufValueType::BOOL, v}); }
 
-void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<uint64_t> ne, std::vector<uint8_t> bytes) {
+void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<uint64_t> ne,
+                            std::vector<uint8_t> bytes) {
   tensors_.push_back({name, type, std::move(ne), std::move(bytes)});
 }
 

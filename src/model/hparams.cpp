@@ -29,11 +29,11 @@ Result<ModelHParams> read_hparams(const GgufFile& f) {
   hp.name = name->value_or("");
   const std::string a = hp.arch + ".";
 
-#define PAGODA_READ_DIM(field, key, max)   \
-  {                                        \
-    auto r = read_dim(f, a + key, max);    \
-    if (!r.ok()) return r.error();         \
-    hp.field = *r;                         \
+#define PAGODA_READ_DIM(field, key, max) \
+  {                                      \
+    auto r = read_dim(f, a + key, max);  \
+    if (!r.ok()) return r.error();       \
+    hp.field = *r;                       \
   }
   PAGODA_READ_DIM(n_ctx_train, "context_length", uint64_t{1} << 24);
   PAGODA_READ_DIM(n_embd, "embedding_length", kMaxDim);
@@ -77,11 +77,13 @@ Result<ModelHParams> read_hparams(const GgufFile& f) {
     hp.rope.n_rot = *r;
   }
   if (hp.rope.n_rot > hp.head_dim || hp.rope.n_rot % 2 != 0)
-    return make_error("rope.dimension_count " + std::to_string(hp.rope.n_rot) + " must be even and at most the head size");
+    return make_error("rope.dimension_count " + std::to_string(hp.rope.n_rot) +
+                      " must be even and at most the head size");
   auto scaling = f.get_string_opt(a + "rope.scaling.type");
   if (!scaling.ok()) return scaling.error();
   if (scaling->has_value() && **scaling != "none") {
-    if (**scaling != "linear") return make_error("unsupported rope.scaling.type '" + **scaling + "' (supported: none, linear)");
+    if (**scaling != "linear")
+      return make_error("unsupported rope.scaling.type '" + **scaling + "' (supported: none, linear)");
     auto factor = f.get_float(a + "rope.scaling.factor");
     if (!factor.ok()) return factor.error();
     if (!(*factor > 0.0)) return make_error("rope.scaling.factor must be positive");

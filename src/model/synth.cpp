@@ -1,7 +1,7 @@
 #include "model/synth.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "util/fp16.h"
@@ -33,7 +33,8 @@ std::vector<uint8_t> encode(const std::vector<float>& values, GgmlType type) {
     case GgmlType::BF16: {
       out.resize(values.size() * 2);
       auto* h = reinterpret_cast<uint16_t*>(out.data());
-      for (size_t i = 0; i < values.size(); ++i) h[i] = type == GgmlType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+      for (size_t i = 0; i < values.size(); ++i)
+        h[i] = type == GgmlType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
       break;
     }
     case GgmlType::Q8_0: {
@@ -83,7 +84,8 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   if ((o.dim / o.heads) % 2 != 0) return make_error("the head size (--dim / --heads) must be even");
   const uint32_t block = ggml_type_traits(o.dtype).block_elems;
   if (o.dim % block != 0 || o.ffn % block != 0)
-    return make_error("--dim and --ffn must be multiples of " + std::to_string(block) + " for " + ggml_type_traits(o.dtype).name);
+    return make_error("--dim and --ffn must be multiples of " + std::to_string(block) + " for " +
+                      ggml_type_traits(o.dtype).name);
 
   auto tokens = vocab.get_array("tokenizer.ggml.tokens", GgufValueType::STRING);
   if (!tokens.ok()) return make_error(vocab.source_name() + ": " + tokens.error().message);

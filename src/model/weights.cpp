@@ -12,8 +12,8 @@ Result<const GgufTensorInfo*> find_checked(const GgufFile& f, const std::string&
   if (!t) return make_error("tensor '" + name + "' is missing");
   const auto& traits = ggml_type_traits(t->type);
   if (!traits.supported)
-    return make_error("tensor '" + name + "' has type " + traits.name + ", which pagoda does not support yet (supported: " +
-                      supported_types_list() + ")");
+    return make_error("tensor '" + name + "' has type " + traits.name +
+                      ", which pagoda does not support yet (supported: " + supported_types_list() + ")");
   const bool shape_ok = t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == 1 && t->ne[3] == 1;
   if (!shape_ok)
     return make_error("tensor '" + name + "' has shape " + t->shape_string() + ", expected [" + std::to_string(ne0) +
@@ -45,11 +45,11 @@ Result<std::vector<float>> vector_f32(const GgufFile& f, const std::string& name
 
 Result<ModelWeights> load_weights(const GgufFile& f, const ModelHParams& hp) {
   ModelWeights w;
-#define PAGODA_ASSIGN(dst, expr)     \
-  {                                  \
-    auto r = (expr);                 \
-    if (!r.ok()) return r.error();   \
-    dst = std::move(*r);             \
+#define PAGODA_ASSIGN(dst, expr)   \
+  {                                \
+    auto r = (expr);               \
+    if (!r.ok()) return r.error(); \
+    dst = std::move(*r);           \
   }
   PAGODA_ASSIGN(w.token_embd, matrix(f, "token_embd.weight", hp.n_embd, hp.n_vocab));
   PAGODA_ASSIGN(w.output_norm, vector_f32(f, "output_norm.weight", hp.n_embd));

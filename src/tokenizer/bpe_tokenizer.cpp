@@ -61,8 +61,7 @@ std::optional<int> BpeTokenizer::merge_rank(std::string_view left, std::string_v
   return merge_rank(left, right, scratch);
 }
 
-std::optional<int> BpeTokenizer::merge_rank(std::string_view left, std::string_view right,
-                                            std::string& scratch) const {
+std::optional<int> BpeTokenizer::merge_rank(std::string_view left, std::string_view right, std::string& scratch) const {
   // A merges line splits at its first space after byte 0, so a left part with a later space cannot be a merge
   // (and would make the joined key ambiguous).
   if (left.empty() || left.find(' ', 1) != std::string_view::npos) return std::nullopt;

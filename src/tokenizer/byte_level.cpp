@@ -8,7 +8,9 @@
 namespace pagoda {
 namespace {
 
-bool is_printable_byte(int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
+bool is_printable_byte(int b) {
+  return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
 
 // The last alphabet code point: 256 bytes, 188 of them printable, so the other 68 take U+0100..U+0143.
 constexpr uint32_t kLastAlphabetCpt = 0x100 + 68 - 1;

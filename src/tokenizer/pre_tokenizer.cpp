@@ -58,7 +58,8 @@ std::string expand(std::string_view pattern) {
 constexpr std::string_view kGpt2Regex =
     "'s|'t|'re|'ve|'m|'ll|'d| ?[{L}]+| ?[{N}]+| ?[^{WS}{L}{N}]+|[{WS}]+(?![^{WS}])|[{WS}]+";
 
-// llama-3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// llama-3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+// ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 constexpr std::string_view kLlama3Regex =
     "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\\r\\n{L}{N}]?[{L}]+|[{N}]{1,3}| ?[^{WS}{L}{N}]+[\\r\\n]*|"
     "[{WS}]*[\\r\\n]+|[{WS}]+(?![^{WS}])|[{WS}]+";
@@ -93,9 +94,9 @@ Result<PreTokenizerConfig> pre_tokenizer_config(const std::string& pre) {
   if (pre.empty() || pre == "default") {
     // llama.cpp's LLAMA_VOCAB_PRE_TYPE_DEFAULT chain.
     config.regexes = {expand("[{P}\\$\\+<=>\\^~\\|]+"), expand(kGpt2Regex), expand("[{N}]+"), "[0-9][0-9][0-9]"};
-  } else if (is_one_of(pre, {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
-                             "a.x-4.0", "mellum", "modern-bert", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt",
-                             "olmo", "jais", "exaone4", "trillion", "granite-docling"})) {
+  } else if (is_one_of(pre, {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
+                             "mellum", "modern-bert", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt", "olmo",
+                             "jais", "exaone4", "trillion", "granite-docling"})) {
     config.regexes = {expand(kGpt2Regex)};
   } else if (is_one_of(pre, {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
                              "jina-v5-nano"})) {
@@ -104,8 +105,8 @@ Result<PreTokenizerConfig> pre_tokenizer_config(const std::string& pre) {
     config.add_bos = true;
   } else if (is_one_of(pre, {"dbrx", "smaug-bpe"})) {
     config.regexes = {expand(kLlama3Regex)};
-  } else if (is_one_of(pre, {"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b",
-                             "mellum2"})) {
+  } else if (is_one_of(
+                 pre, {"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2"})) {
     config.regexes = {expand("[{N}]"), expand(kGpt2Regex)};
   } else {
     return make_error("unsupported pre-tokenizer tokenizer.ggml.pre = '" + pre +
@@ -151,8 +152,8 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
     for (const Span& span : spans) {
       // Each span is its own subject, so lookaheads such as (?!\S) see its end as the end of text, as in llama.cpp.
       const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + span.begin);
-      size_t pos = 0;       // where the next search starts
-      size_t emitted = 0;   // end of what has been emitted so far
+      size_t pos = 0;      // where the next search starts
+      size_t emitted = 0;  // end of what has been emitted so far
       while (md && pos < span.length) {
         int rc = pcre2_match(code.get(), subject, span.length, pos, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT)

@@ -7,8 +7,8 @@ namespace {
 bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 // Splits one plain fragment on every occurrence of `token`, appending the pieces to `out`.
-void split_fragment(std::string_view text, const TextFragment& frag, TokenId id, std::string_view token,
-                    uint32_t attr, std::vector<TextFragment>& out) {
+void split_fragment(std::string_view text, const TextFragment& frag, TokenId id, std::string_view token, uint32_t attr,
+                    std::vector<TextFragment>& out) {
   size_t begin = frag.offset;
   const size_t end = frag.offset + frag.length;
   while (begin < end) {

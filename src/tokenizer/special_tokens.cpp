@@ -17,8 +17,9 @@ using Slot = std::optional<TokenId> SpecialTokens::*;
 Status read_id(const GgufFile& file, const std::string& key, const Vocab& vocab, std::optional<TokenId>& id) {
   const GgufValue* v = file.find(key);
   if (!v) return Status::success();
-  if (!v->is_integer()) return make_error("metadata key '" + key + "' has type " + gguf_value_type_name(v->type) +
-                                          ", expected an integer token id");
+  if (!v->is_integer())
+    return make_error("metadata key '" + key + "' has type " + gguf_value_type_name(v->type) +
+                      ", expected an integer token id");
   int64_t value = -1;
   if (auto* u = std::get_if<uint64_t>(&v->data)) {
     value = *u > static_cast<uint64_t>(vocab.size()) ? -1 : static_cast<int64_t>(*u);
@@ -50,17 +51,28 @@ const std::vector<DetectRule>& detect_rules() {
   static const std::vector<DetectRule> kRules = {
       {&SpecialTokens::eot,
        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
-        "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "<end_of_utterance>"}},
+        "[EOT]",
+        "<\xef\xbd\x9c"
+        "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+        "<end_of_utterance>"}},
       {&SpecialTokens::eom, {"<|eom_id|>"}},
       {&SpecialTokens::fim_pre,
-       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>",
+       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+        "<\xef\xbd\x9c"
+        "fim\xe2\x96\x81"
+        "begin\xef\xbd\x9c>",
         "<PRE>", "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"}},
       {&SpecialTokens::fim_suf,
-       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>",
-        "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"}},
+       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+        "<\xef\xbd\x9c"
+        "fim\xe2\x96\x81hole\xef\xbd\x9c>",
+        "<SUF>", "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"}},
       {&SpecialTokens::fim_mid,
-       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
-        "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"}},
+       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+        "<\xef\xbd\x9c"
+        "fim\xe2\x96\x81"
+        "end\xef\xbd\x9c>",
+        "<MID>", "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"}},
       {&SpecialTokens::fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
       {&SpecialTokens::fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
       {&SpecialTokens::fim_sep, {"<|file_sep|>"}},
@@ -69,11 +81,28 @@ const std::vector<DetectRule>& detect_rules() {
 }
 
 // Texts that end generation whatever the metadata says (llama.cpp marks them CONTROL too).
-constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"};
+constexpr std::string_view kEogTexts[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<|return|>",
+                                          "<|call|>",
+                                          "<|flush|>",
+                                          "<|calls|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "</s>",
+                                          "<|eom_id|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "[EOS]",
+                                          "<|end_of_text|>",
+                                          "<end_of_utterance>",
+                                          "<eos>",
+                                          "<turn|>",
+                                          "<|tool_response>",
+                                          "<\xef\xbd\x9c"
+                                          "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"};
 
 struct IdKey {
   const char* key;
@@ -216,9 +245,8 @@ Result<SpecialTokens> load_special_tokens(const GgufFile& file, VocabKind kind, 
   for (TokenId id = 0; id < vocab.size(); ++id)
     if (vocab.has_attr(id, TokenAttr::kControl | TokenAttr::kUserDefined | TokenAttr::kUnknown))
       st.partition_order.push_back(id);
-  std::stable_sort(st.partition_order.begin(), st.partition_order.end(), [&](TokenId a, TokenId b) {
-    return vocab.text(a).size() > vocab.text(b).size();
-  });
+  std::stable_sort(st.partition_order.begin(), st.partition_order.end(),
+                   [&](TokenId a, TokenId b) { return vocab.text(a).size() > vocab.text(b).size(); });
 
   apply_model_rules(file, st, vocab);
   return st;

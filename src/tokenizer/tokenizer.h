@@ -53,7 +53,7 @@ class Tokenizer {
   // EOS, EOT, EOM and the other tokens llama.cpp treats as end of generation (e.g. "<|im_end|>").
   bool is_end_of_generation(TokenId id) const;
   const std::string& model_type() const { return model_type_; }  // "llama" or "gpt2"
-  std::string summary() const;  // one line for `pagoda inspect`
+  std::string summary() const;                                   // one line for `pagoda inspect`
 
   const Vocab& vocab() const { return vocab_; }
   const SpecialTokens& special_tokens() const { return special_; }

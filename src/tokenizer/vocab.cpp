@@ -113,8 +113,8 @@ Result<Vocab> Vocab::from_tokens(std::vector<std::string> texts, std::vector<flo
     auto [it, inserted] = vocab.index_.emplace(text, static_cast<TokenId>(i));
     // llama.cpp aborts on duplicate texts (its index would lose an id); report it instead.
     if (!inserted)
-      return make_error("tokens " + std::to_string(it->second) + " and " + std::to_string(i) +
-                        " have the same text '" + text + "'");
+      return make_error("tokens " + std::to_string(it->second) + " and " + std::to_string(i) + " have the same text '" +
+                        text + "'");
   }
   return vocab;
 }

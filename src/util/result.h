@@ -16,8 +16,8 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
-  Result(Error error) : data_(std::move(error)) {}    // NOLINT(google-explicit-constructor)
+  Result(T value) : data_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : data_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(data_); }
   explicit operator bool() const { return ok(); }
@@ -72,8 +72,8 @@ inline Error make_error(std::string message) { return Error{std::move(message)};
 }  // namespace pagoda
 
 // Propagates an error from an expression returning Status or Result<T>.
-#define PAGODA_RETURN_IF_ERROR(expr)              \
-  do {                                            \
-    auto pagoda_status_ = (expr);                 \
+#define PAGODA_RETURN_IF_ERROR(expr)                         \
+  do {                                                       \
+    auto pagoda_status_ = (expr);                            \
     if (!pagoda_status_.ok()) return pagoda_status_.error(); \
   } while (0)

@@ -23,7 +23,8 @@ class ThreadPool {
   template <typename F>
   void run(F&& fn) {
     using Fn = std::remove_reference_t<F>;
-    run_raw([](void* ctx, int tid) { (*static_cast<Fn*>(ctx))(tid); }, const_cast<void*>(static_cast<const void*>(&fn)));
+    run_raw([](void* ctx, int tid) { (*static_cast<Fn*>(ctx))(tid); },
+            const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
   // Splits [0, n) into num_threads() contiguous ranges, in order, and calls fn(begin, end) for each non-empty one.

@@ -181,7 +181,10 @@ TEST(TokenizerGoldenTest, SpecialTokensMatchLlamaCpp) {
       {"gpt-2", "<|endoftext|>Hello world", true, {50256, 15496, 995}},
       {"gpt-2", "<|endoftext|>Hello world", false, {27, 91, 437, 1659, 5239, 91, 29, 15496, 995}},
       {"llama-spm", "<s>Hello</s> <unk>x", true, {1, 15043, 2, 259, 0, 921}},
-      {"llama-spm", "<s>Hello</s> <unk>x", false, {529, 29879, 29958, 10994, 829, 29879, 29958, 529, 2960, 29958, 29916}},
+      {"llama-spm",
+       "<s>Hello</s> <unk>x",
+       false,
+       {529, 29879, 29958, 10994, 829, 29879, 29958, 529, 2960, 29958, 29916}},
   };
   for (const auto& c : cases) {
     auto tok = load_tokenizer(shared_path(std::string("vocab/ggml-vocab-") + c.vocab + ".gguf"));

@@ -12,9 +12,9 @@ enum class RopeType {
 
 struct RopeParams {
   RopeType type = RopeType::kNormal;
-  int64_t n_rot = 0;         // rotated dimensions per head (<= head_dim); the rest are left alone
+  int64_t n_rot = 0;  // rotated dimensions per head (<= head_dim); the rest are left alone
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;   // linear position scaling (1 / rope.scaling.factor)
+  float freq_scale = 1.0f;  // linear position scaling (1 / rope.scaling.factor)
 };
 
 // x: [n_heads, head_dim] for the token at `position`.

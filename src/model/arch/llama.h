@@ -14,15 +14,15 @@ namespace pagoda {
 
 // Scratch buffers of one forward call, reused across calls (grown only when a larger batch arrives).
 struct LlamaWorkspace {
-  std::vector<float> x;      // [T, n_embd] residual stream
-  std::vector<float> xn;     // [T, n_embd] normalised input of a sub-layer
-  std::vector<float> q;      // [T, q_dim]
-  std::vector<float> k;      // [T, kv_dim]
-  std::vector<float> v;      // [T, kv_dim]
-  std::vector<float> attn;   // [T, q_dim]
-  std::vector<float> proj;   // [T, n_embd] output of attn_output / ffn_down
-  std::vector<float> gate;   // [T, n_ff]
-  std::vector<float> up;     // [T, n_ff]
+  std::vector<float> x;     // [T, n_embd] residual stream
+  std::vector<float> xn;    // [T, n_embd] normalised input of a sub-layer
+  std::vector<float> q;     // [T, q_dim]
+  std::vector<float> k;     // [T, kv_dim]
+  std::vector<float> v;     // [T, kv_dim]
+  std::vector<float> attn;  // [T, q_dim]
+  std::vector<float> proj;  // [T, n_embd] output of attn_output / ffn_down
+  std::vector<float> gate;  // [T, n_ff]
+  std::vector<float> up;    // [T, n_ff]
   void reserve(const ModelHParams& hp, int64_t num_tokens);
 };
 

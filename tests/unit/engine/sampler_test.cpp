@@ -21,7 +21,8 @@ TEST(Sampler, TopKOneIsGreedy) {
 TEST(Sampler, SameSeedSameTokens) {
   std::vector<float> logits(100);
   for (int i = 0; i < 100; ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
-  Sampler a(SamplingParams{1.0f, 0, 1.0f, 42}), b(SamplingParams{1.0f, 0, 1.0f, 42}), c(SamplingParams{1.0f, 0, 1.0f, 43});
+  Sampler a(SamplingParams{1.0f, 0, 1.0f, 42}), b(SamplingParams{1.0f, 0, 1.0f, 42}),
+      c(SamplingParams{1.0f, 0, 1.0f, 43});
   std::vector<int32_t> sa, sb, sc;
   for (int i = 0; i < 64; ++i) {
     sa.push_back(a.sample(logits));

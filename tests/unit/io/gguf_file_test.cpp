@@ -31,9 +31,10 @@ std::vector<uint8_t> sample_file() {
   w.set("f64", {GgufValueType::FLOAT64, 0.25});
   w.set_bool("flag", true);
   w.set_string("general.name", "sample");
-  w.set("strings", array_of(GgufValueType::STRING, {{GgufValueType::STRING, std::string("a")},
-                                                    {GgufValueType::STRING, std::string("bc")}}));
-  w.set("nested", array_of(GgufValueType::ARRAY, {array_of(GgufValueType::INT32, {{GgufValueType::INT32, int64_t{1}}})}));
+  w.set("strings", array_of(GgufValueType::STRING,
+                            {{GgufValueType::STRING, std::string("a")}, {GgufValueType::STRING, std::string("bc")}}));
+  w.set("nested",
+        array_of(GgufValueType::ARRAY, {array_of(GgufValueType::INT32, {{GgufValueType::INT32, int64_t{1}}})}));
   w.add_tensor("a", GgmlType::F32, {4, 2}, std::vector<uint8_t>(32, 1));
   w.add_tensor("b", GgmlType::F16, {8}, std::vector<uint8_t>(16, 2));
   w.add_tensor("c", GgmlType::Q8_0, {32, 2}, std::vector<uint8_t>(68, 3));
@@ -129,8 +130,10 @@ TEST(GgufFile, HostileHeadersAreRejected) {
   };
   for (const auto& c : cases) {
     auto b = good;
-    if (c.width == 4) poke<uint32_t>(b, c.off, static_cast<uint32_t>(c.value));
-    else poke<uint64_t>(b, c.off, c.value);
+    if (c.width == 4)
+      poke<uint32_t>(b, c.off, static_cast<uint32_t>(c.value));
+    else
+      poke<uint64_t>(b, c.off, c.value);
     auto f = GgufFile::parse(b.data(), b.size());
     ASSERT_FALSE(f.ok()) << c.what;
     EXPECT_NE(f.error().message.find(c.expect), std::string::npos) << c.what << ": " << f.error().message;

@@ -23,7 +23,9 @@ TEST(Rope, NormalRotatesAdjacentPairsNeoxRotatesHalves) {
   rope_apply({RopeType::kNeox, hd, 100.0f, 1.0f}, pos, 1, hd, neox.data());
   // Pair i uses angle pos * base^(-2i/hd): 3 and 3 * 100^(-1/2) = 0.3.
   const double a0 = 3.0, a1 = 0.3;
-  auto rot = [](double x0, double x1, double a) { return std::pair{x0 * std::cos(a) - x1 * std::sin(a), x0 * std::sin(a) + x1 * std::cos(a)}; };
+  auto rot = [](double x0, double x1, double a) {
+    return std::pair{x0 * std::cos(a) - x1 * std::sin(a), x0 * std::sin(a) + x1 * std::cos(a)};
+  };
   auto [n0, n1] = rot(1, 2, a0);
   auto [n2, n3] = rot(3, 4, a1);
   EXPECT_NEAR(normal[0], n0, 1e-5);

@@ -35,7 +35,8 @@ SynthOptions tiny(GgmlType dtype) {
 }
 
 // Writes a synthetic model, optionally rewriting its metadata or tensors on the way.
-using TensorEdit = std::function<void(std::string& name, GgmlType& type, std::vector<uint64_t>& ne, std::vector<uint8_t>& bytes)>;
+using TensorEdit =
+    std::function<void(std::string& name, GgmlType& type, std::vector<uint64_t>& ne, std::vector<uint8_t>& bytes)>;
 std::string write_model(const std::string& name, GgmlType dtype, const TensorEdit& edit = nullptr,
                         const std::function<void(GgufWriter&)>& meta = nullptr) {
   auto vocab = GgufFile::open(kVocab);
@@ -139,9 +140,9 @@ TEST(ModelLoad, UnsupportedArchitectureAndBadHparamsAreNamed) {
   expect_load_error(write_model("heads.gguf", GgmlType::F32, nullptr,
                                 [](GgufWriter& w) { w.set_uint32("llama.attention.head_count_kv", 3); }),
                     "not a multiple of head_count_kv");
-  expect_load_error(write_model("layers.gguf", GgmlType::F32, nullptr,
-                                [](GgufWriter& w) { w.set_uint32("llama.block_count", 0); }),
-                    "'llama.block_count' = 0 is out of range");
+  expect_load_error(
+      write_model("layers.gguf", GgmlType::F32, nullptr, [](GgufWriter& w) { w.set_uint32("llama.block_count", 0); }),
+      "'llama.block_count' = 0 is out of range");
 }
 
 TEST(ModelLoad, ContextOverflowIsAnError) {

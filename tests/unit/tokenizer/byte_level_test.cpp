@@ -29,10 +29,10 @@ TEST(ByteLevelTest, CharactersOutsideTheAlphabetStayVisible) {
 TEST(Utf8Test, LenientDecodeFollowsLlamaCpp) {
   using V = std::vector<uint32_t>;
   EXPECT_EQ(decode_utf8_lenient("a\xC3\xA9"), (V{'a', 0xE9}));
-  EXPECT_EQ(decode_utf8_lenient("\x80x"), (V{0xFFFD, 'x'}));          // stray continuation: one U+FFFD
+  EXPECT_EQ(decode_utf8_lenient("\x80x"), (V{0xFFFD, 'x'}));              // stray continuation: one U+FFFD
   EXPECT_EQ(decode_utf8_lenient("\xE2\x82x"), (V{0xFFFD, 0xFFFD, 'x'}));  // truncated: each byte alone
-  EXPECT_EQ(decode_utf8_lenient("\xC0\x80"), (V{0}));                 // overlong accepted
-  EXPECT_EQ(decode_utf8_lenient("\xED\xA0\x80"), (V{0xD800}));        // surrogate accepted
+  EXPECT_EQ(decode_utf8_lenient("\xC0\x80"), (V{0}));                     // overlong accepted
+  EXPECT_EQ(decode_utf8_lenient("\xED\xA0\x80"), (V{0xD800}));            // surrogate accepted
   EXPECT_EQ(decode_utf8_lenient("\xF8"), (V{0xFFFD}));
 }
 

@@ -20,11 +20,20 @@ bool is_valid_utf8(const std::string& s) {
     const auto b = static_cast<uint8_t>(s[i]);
     size_t n = 0;
     uint32_t cpt = 0;
-    if (b < 0x80) { n = 1; cpt = b; }
-    else if ((b & 0xE0) == 0xC0) { n = 2; cpt = b & 0x1F; }
-    else if ((b & 0xF0) == 0xE0) { n = 3; cpt = b & 0x0F; }
-    else if ((b & 0xF8) == 0xF0) { n = 4; cpt = b & 0x07; }
-    else return false;
+    if (b < 0x80) {
+      n = 1;
+      cpt = b;
+    } else if ((b & 0xE0) == 0xC0) {
+      n = 2;
+      cpt = b & 0x1F;
+    } else if ((b & 0xF0) == 0xE0) {
+      n = 3;
+      cpt = b & 0x0F;
+    } else if ((b & 0xF8) == 0xF0) {
+      n = 4;
+      cpt = b & 0x07;
+    } else
+      return false;
     if (i + n > s.size()) return false;
     for (size_t k = 1; k < n; ++k) {
       const auto c = static_cast<uint8_t>(s[i + k]);
@@ -97,11 +106,11 @@ TEST(AppendValidUtf8Test, MaximalSubpartsBecomeOneReplacementEach) {
     return out;
   };
   EXPECT_EQ(fix("ok \xC3\xA9"), "ok \xC3\xA9");
-  EXPECT_EQ(fix("\xC0\x80"), kFffd + kFffd);          // overlong NUL
-  EXPECT_EQ(fix("\xE0\x80\x80"), kFffd + kFffd + kFffd);  // overlong, E0 needs A0..BF next
-  EXPECT_EQ(fix("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // surrogate U+D800
+  EXPECT_EQ(fix("\xC0\x80"), kFffd + kFffd);                          // overlong NUL
+  EXPECT_EQ(fix("\xE0\x80\x80"), kFffd + kFffd + kFffd);              // overlong, E0 needs A0..BF next
+  EXPECT_EQ(fix("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // surrogate U+D800
   EXPECT_EQ(fix("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // above U+10FFFF
-  EXPECT_EQ(fix("\xE2\x82x"), kFffd + "x");                          // truncated sequence, one U+FFFD
+  EXPECT_EQ(fix("\xE2\x82x"), kFffd + "x");                           // truncated sequence, one U+FFFD
   std::string out;
   EXPECT_EQ(append_valid_utf8("a\xF0\x9F\xA6", /*at_end=*/false, out), 3u);
   EXPECT_EQ(out, "a");

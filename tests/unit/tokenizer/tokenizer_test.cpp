@@ -146,8 +146,8 @@ TEST(SpmTokenizerTest, BosFollowsAddSpecialAndMetadata) {
   EXPECT_EQ(tok->encode("", /*add_special=*/true), (Ids{ToySpm::kBos}));
   EXPECT_EQ(tok->encode("", /*add_special=*/false), (Ids{}));
 
-  auto no_bos = must_load(spm.gguf().add_bool("tokenizer.ggml.add_bos_token", false).add_bool(
-      "tokenizer.ggml.add_eos_token", true));
+  auto no_bos = must_load(
+      spm.gguf().add_bool("tokenizer.ggml.add_bos_token", false).add_bool("tokenizer.ggml.add_eos_token", true));
   ASSERT_NE(no_bos, nullptr);
   EXPECT_EQ(no_bos->encode("Hello", true), (Ids{hello, ToySpm::kEos}));
   EXPECT_EQ(no_bos->encode("Hello", false), (Ids{hello}));
@@ -157,8 +157,7 @@ TEST(SpmTokenizerTest, MergesByScoreWithLeadingSpace) {
   ToySpm spm;
   auto tok = must_load(spm.gguf());
   ASSERT_NE(tok, nullptr);
-  EXPECT_EQ(tok->encode("Hello world", false),
-            (Ids{spm.id("\xE2\x96\x81Hello"), spm.id("\xE2\x96\x81world")}));
+  EXPECT_EQ(tok->encode("Hello world", false), (Ids{spm.id("\xE2\x96\x81Hello"), spm.id("\xE2\x96\x81world")}));
   // Without the space prefix "Hello" cannot use "▁Hello".
   auto no_prefix = must_load(spm.gguf().add_bool("tokenizer.ggml.add_space_prefix", false));
   ASSERT_NE(no_prefix, nullptr);
@@ -197,8 +196,8 @@ TEST(SpmTokenizerTest, PiecesFollowTokenKinds) {
   ToySpm spm;
   auto tok = must_load(spm.gguf());
   ASSERT_NE(tok, nullptr);
-  EXPECT_EQ(tok->token_to_piece(ToySpm::kBos), "");    // control
-  EXPECT_EQ(tok->token_to_piece(ToySpm::kUnk), "");    // unknown
+  EXPECT_EQ(tok->token_to_piece(ToySpm::kBos), "");  // control
+  EXPECT_EQ(tok->token_to_piece(ToySpm::kUnk), "");  // unknown
   EXPECT_EQ(tok->token_to_piece(ToySpm::byte_token('\n')), "\n");
   EXPECT_EQ(tok->token_to_piece(spm.id("\xE2\x96\x81Hello")), " Hello");
   EXPECT_EQ(tok->token_to_piece(spm.id("<tool>")), "<tool>");  // user-defined renders verbatim

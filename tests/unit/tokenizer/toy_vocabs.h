@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "gguf_test_bytes.h"
 #include "io/gguf_file.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
-#include "gguf_test_bytes.h"
 
 namespace pagoda::test_util {
 
@@ -42,8 +42,8 @@ struct ToySpm {
     add("ld", -6);
     add("\xE2\x96\x81wor", -7);
     add("\xE2\x96\x81world", -8);
-    add("<|im_end|>", 0, 1);   // typed NORMAL by a careless converter; llama.cpp still treats it as EOT
-    add("<tool>", 0, 4);       // USER_DEFINED: always matched in input text
+    add("<|im_end|>", 0, 1);  // typed NORMAL by a careless converter; llama.cpp still treats it as EOT
+    add("<tool>", 0, 4);      // USER_DEFINED: always matched in input text
   }
   TokenId add(const std::string& text, float score, int32_t type = 1) {
     tokens.push_back(text);
