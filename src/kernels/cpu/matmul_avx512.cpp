@@ -16,6 +16,7 @@ namespace {
 
 constexpr int kTileTokens = 4;
 constexpr int kTileRows = 4;
+constexpr int kDecodeTileRows = 8;
 // Tokens are processed in chunks so the activations of a chunk stay in L2 while weight rows stream past.
 constexpr int64_t kTokenChunk = 64;
 
@@ -42,21 +43,12 @@ inline __attribute__((always_inline)) __m512 load_weights(const uint8_t* row, in
 
 // y[t, r] for t < kTokens, r < kRows of one tile.
 // w0: first weight row; x: [kTokens, K] (stride K); y: row stride y_stride.
-constexpr int64_t kPrefetchBytes = 1024;
-
 template <GgmlType kType, int kTokens, int kRows>
 inline __attribute__((always_inline)) void tile_step(__m512 (&acc)[kTokens][kRows], const uint8_t* w0, size_t row_bytes,
                                                      const float* x, int64_t K, int64_t k, __mmask16 mask) {
-  // Bytes of 16 weights of this type (Q8_0: half a 34-byte block; it only sets the prefetch distance).
-  constexpr int64_t kWeightBytesPer16 = kType == GgmlType::F32 ? 64 : kType == GgmlType::Q8_0 ? 17 : 32;
   __m512 wv[kRows];
 #pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
-    // Weight rows stream from DRAM once per token in decode: prefetch well ahead of the loads.
-    _mm_prefetch(reinterpret_cast<const char*>(w0 + r * row_bytes + k * kWeightBytesPer16 / 16 + kPrefetchBytes),
-                 _MM_HINT_T0);
-    wv[r] = load_weights<kType>(w0 + r * row_bytes, k, mask);
-  }
+  for (int r = 0; r < kRows; ++r) wv[r] = load_weights<kType>(w0 + r * row_bytes, k, mask);
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t) {
     const __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * K + k);
@@ -78,8 +70,7 @@ void tile(const uint8_t* w0, size_t row_bytes, const float* x, int64_t K, float*
   const int64_t k_full = K / 16 * 16;
   for (int64_t k = 0; k < k_full; k += 16) tile_step<kType, kTokens, kRows>(acc, w0, row_bytes, x, K, k, 0xffff);
   if (k_full < K)
-    tile_step<kType, kTokens, kRows>(acc, w0, row_bytes, x, K, k_full,
-                                     static_cast<__mmask16>((1u << (K - k_full)) - 1));
+    tile_step<kType, kTokens, kRows>(acc, w0, row_bytes, x, K, k_full, static_cast<__mmask16>((1u << (K - k_full)) - 1));
 
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t)
@@ -101,6 +92,22 @@ template <GgmlType kType>
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
                  int64_t row_end) {
   const int64_t K = w.cols;
+  if (num_tokens == 1) {
+    // Decode: one token streams every weight row from memory once; 8 rows at a time keep more loads in
+    // flight. The per-element reduction is the same as in the batched tiles.
+    int64_t r = row_begin;
+    for (; r + kDecodeTileRows <= row_end; r += kDecodeTileRows)
+      tile<kType, 1, kDecodeTileRows>(w.row(r), w.row_bytes, x, K, y + r, w.rows);
+    if (r < row_end) {
+      const int rows = static_cast<int>(row_end - r);
+      if (rows > 4) {
+        tile_rows<kType, 1>(4, w.row(r), w.row_bytes, x, K, y + r, w.rows);
+        r += 4;
+      }
+      tile_rows<kType, 1>(static_cast<int>(row_end - r), w.row(r), w.row_bytes, x, K, y + r, w.rows);
+    }
+    return;
+  }
   for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenChunk) {
     const int64_t t_end = t0 + kTokenChunk < num_tokens ? t0 + kTokenChunk : num_tokens;
     for (int64_t r = row_begin; r < row_end; r += kTileRows) {
