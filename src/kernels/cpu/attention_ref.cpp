@@ -5,14 +5,33 @@
 #include <vector>
 
 namespace pagoda {
+namespace {
+
+// q . k with 8 interleaved partial sums (a fixed order the compiler can vectorise).
+float dot(const float* q, const float* k, int64_t n) {
+  constexpr int kLanes = 8;
+  float lanes[kLanes] = {};
+  int64_t d = 0;
+  for (; d + kLanes <= n; d += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += q[d + l] * k[d + l];
+  for (; d < n; ++d) lanes[d % kLanes] += q[d] * k[d];
+  float sum = 0.0f;
+  for (float l : lanes) sum += l;
+  return sum;
+}
+
+}  // namespace
 
 void attention_contiguous(const ContiguousAttentionArgs& a, ThreadPool& pool) {
   const int64_t group = a.n_heads / a.n_kv_heads;
   const int64_t kv_stride = a.n_kv_heads * a.head_dim;
-  pool.parallel_for(a.num_tokens * a.n_heads, [&](int64_t begin, int64_t end) {
+  const int64_t num_jobs = a.num_tokens * a.n_heads;
+  const int nt = pool.num_threads();
+  // Causal rows get longer with t, so jobs are dealt round-robin to keep the threads evenly loaded.
+  pool.run([&](int tid) {
     thread_local std::vector<float> scores;
     scores.resize(a.first_pos + a.num_tokens);
-    for (int64_t job = begin; job < end; ++job) {
+    for (int64_t job = tid; job < num_jobs; job += nt) {
       const int64_t t = job / a.n_heads;
       const int64_t h = job % a.n_heads;
       const int64_t kvh = h / group;
@@ -21,9 +40,7 @@ void attention_contiguous(const ContiguousAttentionArgs& a, ThreadPool& pool) {
       float max_score = -INFINITY;
       for (int64_t j = 0; j < n_keys; ++j) {
         const float* k = a.k_cache + j * kv_stride + kvh * a.head_dim;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < a.head_dim; ++d) dot += q[d] * k[d];
-        scores[j] = dot * a.scale;
+        scores[j] = dot(q, k, a.head_dim) * a.scale;
         max_score = std::max(max_score, scores[j]);
       }
       double sum = 0.0;

@@ -13,7 +13,7 @@ namespace pagoda {
 namespace {
 
 // Rows are handed to threads in groups of this many, matching the kernels' row tile.
-constexpr int64_t kRowGroup = 8;
+constexpr int64_t kRowGroup = 24;
 
 struct Isa {
   const char* name;

@@ -9,13 +9,20 @@
 #endif
 #include <immintrin.h>
 
+#include <array>
+#include <utility>
+
 #include "kernels/cpu/matmul.h"
 
 namespace pagoda::kernels {
 namespace {
 
-constexpr int kTileTokens = 4;
-constexpr int kTileRows = 4;
+#ifndef PAGODA_TILE_TOKENS
+#define PAGODA_TILE_TOKENS 4
+#define PAGODA_TILE_ROWS 4
+#endif
+constexpr int kTileTokens = PAGODA_TILE_TOKENS;
+constexpr int kTileRows = PAGODA_TILE_ROWS;
 constexpr int kDecodeTileRows = 8;
 // Tokens are processed in chunks so the activations of a chunk stay in L2 while weight rows stream past.
 constexpr int64_t kTokenChunk = 64;
@@ -78,15 +85,21 @@ void tile(const uint8_t* w0, size_t row_bytes, const float* x, int64_t K, float*
     for (int r = 0; r < kRows; ++r) y[t * y_stride + r] = _mm512_reduce_add_ps(acc[t][r]);
 }
 
-template <GgmlType kType, int kTokens>
-void tile_rows(int rows, const uint8_t* w0, size_t row_bytes, const float* x, int64_t K, float* y, int64_t y_stride) {
-  switch (rows) {
-    case 4: return tile<kType, kTokens, 4>(w0, row_bytes, x, K, y, y_stride);
-    case 3: return tile<kType, kTokens, 3>(w0, row_bytes, x, K, y, y_stride);
-    case 2: return tile<kType, kTokens, 2>(w0, row_bytes, x, K, y, y_stride);
-    default: return tile<kType, kTokens, 1>(w0, row_bytes, x, K, y, y_stride);
-  }
+using TileFn = void (*)(const uint8_t*, size_t, const float*, int64_t, float*, int64_t);
+
+// tile_table<kType>()[tokens - 1][rows - 1] is the tile kernel for that shape.
+template <GgmlType kType, int kTokens, int... kRowsMinus1>
+constexpr std::array<TileFn, sizeof...(kRowsMinus1)> row_table(std::integer_sequence<int, kRowsMinus1...>) {
+  return {&tile<kType, kTokens, kRowsMinus1 + 1>...};
 }
+template <GgmlType kType, int... kTokensMinus1>
+constexpr auto tile_table(std::integer_sequence<int, kTokensMinus1...>) {
+  return std::array{row_table<kType, kTokensMinus1 + 1>(std::make_integer_sequence<int, kTileRows>{})...};
+}
+template <GgmlType kType>
+constexpr auto kTiles = tile_table<kType>(std::make_integer_sequence<int, kTileTokens>{});
+template <GgmlType kType>
+constexpr auto kDecodeTiles = row_table<kType, 1>(std::make_integer_sequence<int, kDecodeTileRows>{});
 
 template <GgmlType kType>
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
@@ -95,16 +108,9 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, floa
   if (num_tokens == 1) {
     // Decode: one token streams every weight row from memory once; 8 rows at a time keep more loads in
     // flight. The per-element reduction is the same as in the batched tiles.
-    int64_t r = row_begin;
-    for (; r + kDecodeTileRows <= row_end; r += kDecodeTileRows)
-      tile<kType, 1, kDecodeTileRows>(w.row(r), w.row_bytes, x, K, y + r, w.rows);
-    if (r < row_end) {
-      const int rows = static_cast<int>(row_end - r);
-      if (rows > 4) {
-        tile_rows<kType, 1>(4, w.row(r), w.row_bytes, x, K, y + r, w.rows);
-        r += 4;
-      }
-      tile_rows<kType, 1>(static_cast<int>(row_end - r), w.row(r), w.row_bytes, x, K, y + r, w.rows);
+    for (int64_t r = row_begin; r < row_end; r += kDecodeTileRows) {
+      const int64_t rows = row_end - r < kDecodeTileRows ? row_end - r : kDecodeTileRows;
+      kDecodeTiles<kType>[rows - 1](w.row(r), w.row_bytes, x, K, y + r, w.rows);
     }
     return;
   }
@@ -116,12 +122,7 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, floa
         const int tokens = static_cast<int>(t_end - t < kTileTokens ? t_end - t : kTileTokens);
         const float* xt = x + t * K;
         float* yt = y + t * w.rows + r;
-        switch (tokens) {
-          case 4: tile_rows<kType, 4>(rows, w.row(r), w.row_bytes, xt, K, yt, w.rows); break;
-          case 3: tile_rows<kType, 3>(rows, w.row(r), w.row_bytes, xt, K, yt, w.rows); break;
-          case 2: tile_rows<kType, 2>(rows, w.row(r), w.row_bytes, xt, K, yt, w.rows); break;
-          default: tile_rows<kType, 1>(rows, w.row(r), w.row_bytes, xt, K, yt, w.rows); break;
-        }
+        kTiles<kType>[tokens - 1][rows - 1](w.row(r), w.row_bytes, xt, K, yt, w.rows);
       }
     }
   }
