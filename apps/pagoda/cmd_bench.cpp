@@ -22,6 +22,7 @@ struct BenchOptions {
   int reps = 5;
   int threads = 1;
   std::string format = "text";
+  std::string isa = "auto";
 };
 
 double median(std::vector<double> v) {
@@ -31,6 +32,8 @@ double median(std::vector<double> v) {
 }
 
 int run(const BenchOptions& o) {
+  if (o.isa != "auto" && !kernels::force_matmul_isa(o.isa.c_str()))
+    return fail("--isa " + o.isa + " is not supported by this CPU");
   auto model = Model::load(o.model_path);
   if (!model.ok()) return fail(model.error().message);
   const Model& m = **model;
@@ -95,6 +98,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-r,--reps", opts->reps, "Repetitions after the warm-up (default 5)")->check(CLI::Range(1, 1000));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--isa", opts->isa, "Matmul kernel: auto (widest available), avx512, avx2, scalar")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}));
   add_threads_flag(*cmd, opts->threads);
   cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
 }

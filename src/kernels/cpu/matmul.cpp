@@ -12,7 +12,7 @@
 namespace pagoda {
 namespace {
 
-// Rows are handed to threads in groups of this many, matching the kernels' row tile.
+// Rows are handed to threads in groups of this many: a multiple of every kernel's tile height (3, 4, 6, 8).
 constexpr int64_t kRowGroup = 24;
 
 struct Isa {
@@ -41,8 +41,18 @@ bool cpu_has_avx512() {
 #endif
 }
 
+bool cpu_has_avx2() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+#else
+  return false;
+#endif
+}
+
 Isa detect_isa() {
   if (cpu_has_avx512()) return {"avx512", kernels::matmul_rows_avx512};
+  if (cpu_has_avx2()) return {"avx2", kernels::matmul_rows_avx2};
   return {"scalar", kernels::matmul_rows_scalar};
 }
 
@@ -56,6 +66,10 @@ Isa& active_isa() {
 bool kernels::force_matmul_isa(const char* name) {
   if (std::strcmp(name, "avx512") == 0 && cpu_has_avx512()) {
     active_isa() = {"avx512", matmul_rows_avx512};
+    return true;
+  }
+  if (std::strcmp(name, "avx2") == 0 && cpu_has_avx2()) {
+    active_isa() = {"avx2", matmul_rows_avx2};
     return true;
   }
   if (std::strcmp(name, "scalar") == 0) {

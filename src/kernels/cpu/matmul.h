@@ -18,7 +18,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
 // Converts row r of w to f32: out [w.cols]. Used for embedding lookups.
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out);
 
-// The instruction set the kernels dispatch to on this machine ("avx512" or "scalar").
+// The instruction set the kernels dispatch to on this machine ("avx512", "avx2" or "scalar").
 const char* matmul_isa_name();
 
 namespace kernels {
@@ -29,8 +29,9 @@ void matmul_rows_scalar(const WeightMatrix& w, const float* x, int64_t num_token
                         int64_t row_end);
 void matmul_rows_avx512(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
                         int64_t row_end);
-// TODO(#2): an AVX2 variant for machines without AVX-512; they use the scalar kernel for now.
-// Forces an ISA for tests ("avx512", "scalar"); returns false if the CPU lacks it.
+void matmul_rows_avx2(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
+                      int64_t row_end);
+// Forces an ISA ("avx512", "avx2", "scalar") for tests and benchmarks; returns false if the CPU lacks it.
 bool force_matmul_isa(const char* name);
 }  // namespace kernels
 

@@ -1,0 +1,116 @@
+// The register-tiled matmul shared by the SIMD kernels, generic over an ISA traits type. Include it only from a
+// translation unit compiled for that ISA. Everything here is a template on `Isa`, so the AVX-512 and AVX2 copies
+// are distinct symbols (no ODR mix-up between files built with different -m flags).
+//
+// Isa provides:
+//   using Vec;                              // kLanes floats
+//   static constexpr int kLanes;
+//   static constexpr int kTileTokens, kTileRows, kDecodeTileRows;
+//   static Vec zero();
+//   static Vec load_x(const float* p, int n);              // n valid lanes (n == kLanes: full), rest zero
+//   template <GgmlType T> static Vec load_w(const uint8_t* row, int64_t k, int n);  // elements k..k+n of a row
+//   static Vec fma(Vec a, Vec b, Vec acc);                 // acc + a * b
+//   static float reduce(Vec v);                            // fixed-order horizontal sum
+//
+// Determinism: each output element is one accumulator walking k in steps of kLanes (a partial step for the
+// tail) and one reduce(), whatever the tile shape, so results are independent of batch composition.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/weight_matrix.h"
+
+namespace pagoda::kernels::tiles {
+
+// Tokens are processed in chunks so the activations of a chunk stay in L2 while weight rows stream past.
+constexpr int64_t kTokenChunk = 64;
+
+template <class Isa, GgmlType kType, int kTokens, int kRows>
+inline __attribute__((always_inline)) void tile_step(typename Isa::Vec (&acc)[kTokens][kRows], const uint8_t* w0,
+                                                     size_t row_bytes, const float* x, int64_t K, int64_t k, int n) {
+  typename Isa::Vec wv[kRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) wv[r] = Isa::template load_w<kType>(w0 + r * row_bytes, k, n);
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t) {
+    const typename Isa::Vec xv = Isa::load_x(x + t * K + k, n);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) acc[t][r] = Isa::fma(xv, wv[r], acc[t][r]);
+  }
+}
+
+// y[t, r] for t < kTokens, r < kRows. w0: first weight row; x: [kTokens, K] (stride K); y: row stride y_stride.
+template <class Isa, GgmlType kType, int kTokens, int kRows>
+void tile(const uint8_t* w0, size_t row_bytes, const float* x, int64_t K, float* y, int64_t y_stride) {
+  typename Isa::Vec acc[kTokens][kRows];
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t)
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) acc[t][r] = Isa::zero();
+  constexpr int L = Isa::kLanes;
+  const int64_t k_full = K / L * L;
+  for (int64_t k = 0; k < k_full; k += L) tile_step<Isa, kType, kTokens, kRows>(acc, w0, row_bytes, x, K, k, L);
+  if (k_full < K) tile_step<Isa, kType, kTokens, kRows>(acc, w0, row_bytes, x, K, k_full, static_cast<int>(K - k_full));
+#pragma GCC unroll 8
+  for (int t = 0; t < kTokens; ++t)
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) y[t * y_stride + r] = Isa::reduce(acc[t][r]);
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, const float*, int64_t, float*, int64_t);
+
+// row_table<...>()[rows - 1] and tile_table<...>()[tokens - 1][rows - 1]: the kernel for each tile shape.
+template <class Isa, GgmlType kType, int kTokens, int... kRowsMinus1>
+constexpr std::array<TileFn, sizeof...(kRowsMinus1)> row_table(std::integer_sequence<int, kRowsMinus1...>) {
+  return {&tile<Isa, kType, kTokens, kRowsMinus1 + 1>...};
+}
+template <class Isa, GgmlType kType, int... kTokensMinus1>
+constexpr auto tile_table(std::integer_sequence<int, kTokensMinus1...>) {
+  return std::array{row_table<Isa, kType, kTokensMinus1 + 1>(std::make_integer_sequence<int, Isa::kTileRows>{})...};
+}
+template <class Isa, GgmlType kType>
+constexpr auto kTiles = tile_table<Isa, kType>(std::make_integer_sequence<int, Isa::kTileTokens>{});
+template <class Isa, GgmlType kType>
+constexpr auto kDecodeTiles = row_table<Isa, kType, 1>(std::make_integer_sequence<int, Isa::kDecodeTileRows>{});
+
+// Rows [row_begin, row_end) of y = x W^T for all tokens.
+template <class Isa, GgmlType kType>
+void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
+                 int64_t row_end) {
+  const int64_t K = w.cols;
+  if (num_tokens == 1) {
+    // Decode: one token streams every weight row from memory once; taller tiles keep more loads in flight.
+    for (int64_t r = row_begin; r < row_end; r += Isa::kDecodeTileRows) {
+      const int64_t rows = row_end - r < Isa::kDecodeTileRows ? row_end - r : Isa::kDecodeTileRows;
+      kDecodeTiles<Isa, kType>[rows - 1](w.row(r), w.row_bytes, x, K, y + r, w.rows);
+    }
+    return;
+  }
+  for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenChunk) {
+    const int64_t t_end = t0 + kTokenChunk < num_tokens ? t0 + kTokenChunk : num_tokens;
+    for (int64_t r = row_begin; r < row_end; r += Isa::kTileRows) {
+      const int64_t rows = row_end - r < Isa::kTileRows ? row_end - r : Isa::kTileRows;
+      for (int64_t t = t0; t < t_end; t += Isa::kTileTokens) {
+        const int64_t tokens = t_end - t < Isa::kTileTokens ? t_end - t : Isa::kTileTokens;
+        kTiles<Isa, kType>[tokens - 1][rows - 1](w.row(r), w.row_bytes, x + t * K, K, y + t * w.rows + r, w.rows);
+      }
+    }
+  }
+}
+
+// Dispatches on the weight type; types without a SIMD path fall back to `fallback`.
+template <class Isa, class Fallback>
+void matmul_rows_any(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
+                     int64_t row_end, Fallback fallback) {
+  switch (w.type) {
+    case GgmlType::F32: return matmul_rows<Isa, GgmlType::F32>(w, x, num_tokens, y, row_begin, row_end);
+    case GgmlType::F16: return matmul_rows<Isa, GgmlType::F16>(w, x, num_tokens, y, row_begin, row_end);
+    case GgmlType::BF16: return matmul_rows<Isa, GgmlType::BF16>(w, x, num_tokens, y, row_begin, row_end);
+    case GgmlType::Q8_0: return matmul_rows<Isa, GgmlType::Q8_0>(w, x, num_tokens, y, row_begin, row_end);
+    default: return fallback(w, x, num_tokens, y, row_begin, row_end);
+  }
+}
+
+}  // namespace pagoda::kernels::tiles
