@@ -1,4 +1,5 @@
 // pagoda run MODEL.gguf -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--format text|json]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -10,6 +11,8 @@
 
 namespace pagoda::cli {
 namespace {
+
+constexpr int64_t kDefaultMaxContext = 4096;
 
 struct RunOptions {
   std::string model_path;
@@ -30,7 +33,13 @@ int run(const RunOptions& o) {
   const Model& m = **model;
   const Tokenizer& tok = m.tokenizer();
   const std::vector<int32_t> prompt_ids = tok.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
-  const int64_t n_ctx = o.ctx_size > 0 ? o.ctx_size : m.hparams().n_ctx_train;
+  // The default context is the model's, capped like llama.cpp's default so that a long-context model does
+  // not reserve a huge KV cache for a short prompt.
+  const int64_t n_ctx_train = m.hparams().n_ctx_train;
+  if (o.ctx_size > n_ctx_train)
+    return fail("--ctx-size " + std::to_string(o.ctx_size) + " exceeds the model's training context of " +
+                std::to_string(n_ctx_train));
+  const int64_t n_ctx = o.ctx_size > 0 ? o.ctx_size : std::min<int64_t>(n_ctx_train, kDefaultMaxContext);
   if (prompt_ids.empty()) return fail("the prompt is empty");
   if (static_cast<int64_t>(prompt_ids.size()) > n_ctx)
     return fail("the prompt has " + std::to_string(prompt_ids.size()) + " tokens, more than the context size of " +
@@ -89,7 +98,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--top-p", opts->top_p, "Nucleus sampling mass (default 0.95)")->check(finite_range(0.0, 1.0));
   cmd->add_option("--seed", opts->seed, "Random seed (default: random)");
-  cmd->add_option("-c,--ctx-size", opts->ctx_size, "Context size in tokens (default: the model's)")
+  cmd->add_option("-c,--ctx-size", opts->ctx_size, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   add_threads_flag(*cmd, opts->threads);

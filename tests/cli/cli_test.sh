@@ -61,6 +61,7 @@ expect_error "directory" "not a regular file" -- run "$tmp" -p hi
 expect_error "unsupported architecture" "unsupported architecture 'gpt2'" -- run "$shared/vocab/ggml-vocab-gpt-2.gguf" -p hi
 long=$(printf 'word %.0s' $(seq 1 100))
 expect_error "prompt longer than context" "more than the context size of 16" -- run "$model" -p "$long" -c 16
+expect_error "context beyond the model's" "exceeds the model's training context of" -- run "$model" -p hi -c 100000
 expect_error "negative temperature" "temp" -- run "$model" -p hi --temp -1
 expect_error "NaN temperature" "not a number|out of range" -- run "$model" -p hi --temp nan
 expect_error "non-numeric -n" "n-predict|-n" -- run "$model" -p hi -n abc
