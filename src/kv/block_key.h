@@ -1,0 +1,24 @@
+// Prefix-cache keys of full KV blocks: key_i = SHA-256(key_{i-1} | token ids of block i | extra keys).
+// The chain makes a block's key depend on the whole prefix before it; the extra keys keep caches apart that must
+// not share (model identity, tenant cache salt, later an anchor digest).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include "kv/block_types.h"
+
+namespace pagoda {
+
+// What besides the tokens decides whether two blocks' K/V are interchangeable.
+struct CacheNamespace {
+  std::string model_id;       // identity of the weights that computed the K/V
+  std::string cache_salt;     // per-tenant / per-request salt; empty for the shared namespace
+  std::string anchor_digest;  // reserved for verified anchors (later issue)
+};
+
+BlockKey compute_block_key(const std::optional<BlockKey>& parent, std::span<const int32_t> tokens,
+                           const CacheNamespace& ns);
+
+}  // namespace pagoda
