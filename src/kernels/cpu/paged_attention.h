@@ -1,0 +1,45 @@
+// Attention over a paged KV cache, for a batch of sequences in one call.
+//
+// Metadata (the contract of docs/seeds/paged-attention-kernel-lesson.md):
+//   cu_seqlens_q [num_seqs + 1]  prefix sums of the query lengths (starts at 0)
+//   seq_lens_kv  [num_seqs]      tokens of K/V per sequence, this step's included
+//   block_table  [num_seqs, max_blocks] int32, right-padded
+// Query token q of sequence s attends to keys 0 .. seq_lens_kv[s] - q_len[s] + q of sequence s only.
+//
+// Two implementations: a reference (gathers each sequence's K/V into a contiguous buffer, plain softmax) and the
+// fused kernel (reads K/V in place through the block table, online softmax). The fused kernel's arithmetic is
+// independent of the block size and of whatever else is in the batch: keys are visited in logical order, in
+// tiles of kKeyTile logical positions (not physical blocks), so its results are bitwise reproducible across
+// block sizes, batch compositions and thread counts.
+#pragma once
+
+#include <cstdint>
+
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+struct PagedAttentionArgs {
+  const float* q = nullptr;               // [num_tokens, n_heads, head_dim]
+  const float* k_cache = nullptr;         // [num_blocks, block_size, n_kv_heads, head_dim]
+  const float* v_cache = nullptr;         // [num_blocks, block_size, n_kv_heads, head_dim]
+  const int32_t* cu_seqlens_q = nullptr;  // [num_seqs + 1]
+  const int32_t* seq_lens_kv = nullptr;   // [num_seqs]
+  const int32_t* block_table = nullptr;   // [num_seqs, max_blocks]
+  float* out = nullptr;                   // [num_tokens, n_heads, head_dim]
+  int32_t num_seqs = 0;
+  int32_t max_blocks = 0;  // row stride of block_table
+  int32_t block_size = 0;
+  int32_t n_heads = 0;
+  int32_t n_kv_heads = 0;  // n_heads % n_kv_heads == 0
+  int32_t head_dim = 0;
+  float scale = 1.0f;
+};
+
+// Logical key positions per online-softmax tile of the fused kernel.
+constexpr int32_t kKeyTile = 32;
+
+void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool);
+void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool);
+
+}  // namespace pagoda

@@ -1,0 +1,61 @@
+// The KV block pool: per layer, K and V in block-tensor layout [num_blocks, block_size, n_kv_heads, head_dim]
+// (f32). Allocated once at start-up; nothing allocates KV memory per request or per token. Flat slot =
+// block_id * block_size + offset, as the block manager hands them out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/block_types.h"
+#include "util/result.h"
+
+namespace pagoda {
+
+struct KvPoolShape {
+  int64_t n_layer = 0;
+  int64_t num_blocks = 0;
+  int64_t block_size = 16;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+
+  int64_t slot_floats() const { return n_kv_heads * head_dim; }  // one token, one of K or V
+  int64_t layer_floats() const { return num_blocks * block_size * slot_floats(); }
+  uint64_t bytes_per_block() const { return static_cast<uint64_t>(2 * n_layer * block_size * slot_floats()) * 4; }
+  uint64_t total_bytes() const { return bytes_per_block() * static_cast<uint64_t>(num_blocks); }
+  int64_t token_capacity() const { return num_blocks * block_size; }
+};
+
+class KvPool {
+ public:
+  // Allocates the pool; an Error (not an abort) when the size is unreasonable or memory is short.
+  static Result<std::unique_ptr<KvPool>> create(const KvPoolShape& shape);
+  // How many blocks fit in `bytes` for this geometry (num_blocks of `shape` ignored).
+  static int64_t blocks_for_budget(const KvPoolShape& shape, uint64_t bytes);
+
+  const KvPoolShape& shape() const { return shape_; }
+  float* k(int64_t layer) {
+    return k_.get() + layer * shape_.layer_floats();
+  }  // [num_blocks, block_size, n_kv_heads, head_dim]
+  float* v(int64_t layer) { return v_.get() + layer * shape_.layer_floats(); }
+  const float* k(int64_t layer) const { return k_.get() + layer * shape_.layer_floats(); }
+  const float* v(int64_t layer) const { return v_.get() + layer * shape_.layer_floats(); }
+
+  // Copies slots [0, num_slots) of block src to block dst in every layer (copy-on-write).
+  void copy_block(BlockId src, BlockId dst, int32_t num_slots);
+
+  // "blocks 512, 8192 tokens, 96.0 MiB": the start-up report.
+  std::string describe() const;
+
+ private:
+  explicit KvPool(const KvPoolShape& shape) : shape_(shape) {}
+  KvPoolShape shape_;
+  std::unique_ptr<float[]> k_;  // [n_layer, num_blocks, block_size, n_kv_heads, head_dim]
+  std::unique_ptr<float[]> v_;
+};
+
+// Parses a memory size such as "2GiB", "512MiB", "1.5G", "100000000" (bytes).
+Result<uint64_t> parse_memory_size(const std::string& text);
+
+}  // namespace pagoda
