@@ -1,5 +1,7 @@
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "commands.h"
@@ -8,7 +10,18 @@
 namespace pagoda::cli {
 
 int fail(const std::string& message) {
-  std::fprintf(stderr, "pagoda: error: %s\n", message.c_str());
+  // Messages can quote names from untrusted files: escape control bytes so the error stays one plain line.
+  std::string line;
+  for (unsigned char c : message) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      line += buf;
+    } else {
+      line += static_cast<char>(c);
+    }
+  }
+  std::fprintf(stderr, "pagoda: error: %s\n", line.c_str());
   return 1;
 }
 
@@ -33,6 +46,19 @@ CLI::Validator finite_range(double lo, double hi) {
         return std::string();
       },
       "FLOAT in [" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");
+}
+
+CLI::Validator uint64_text() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+          return "'" + text + "' is not a non-negative integer";
+        errno = 0;
+        (void)std::strtoull(text.c_str(), nullptr, 10);
+        if (errno == ERANGE) return "'" + text + "' is larger than 18446744073709551615";
+        return std::string();
+      },
+      "UINT64");
 }
 
 void add_threads_flag(CLI::App& cmd, int& threads) {

@@ -41,6 +41,8 @@ int run(const BenchOptions& o) {
   if (n_ctx > m.hparams().n_ctx_train)
     return fail("-p + -n = " + std::to_string(n_ctx) + " exceeds the model's context of " +
                 std::to_string(m.hparams().n_ctx_train));
+  if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx); !kv_bytes.ok())
+    return fail(kv_bytes.error().message);
   ThreadPool pool(o.threads);
   SequenceRunner runner(m, pool, n_ctx);
   // A fixed pseudo-random prompt, so runs are comparable.

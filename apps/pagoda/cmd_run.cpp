@@ -45,6 +45,8 @@ int run(const RunOptions& o) {
     return fail("the prompt has " + std::to_string(prompt_ids.size()) + " tokens, more than the context size of " +
                 std::to_string(n_ctx));
 
+  if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx); !kv_bytes.ok())
+    return fail(kv_bytes.error().message);
   ThreadPool pool(o.threads);
   SequenceRunner runner(m, pool, n_ctx);
   GenerateOptions gen;
@@ -97,7 +99,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--top-k", opts->top_k, "Keep the K most likely tokens; 0 keeps all (default 40)")
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--top-p", opts->top_p, "Nucleus sampling mass (default 0.95)")->check(finite_range(0.0, 1.0));
-  cmd->add_option("--seed", opts->seed, "Random seed (default: random)");
+  cmd->add_option("--seed", opts->seed, "Random seed (default: random)")->check(uint64_text());
   cmd->add_option("-c,--ctx-size", opts->ctx_size, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));

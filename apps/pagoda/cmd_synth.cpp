@@ -43,7 +43,7 @@ void add_synth_command(CLI::App& app, Action& action) {
   cmd->add_option("--context", opts->synth.context, "Training context length to record (default 2048)");
   cmd->add_option("--vocab-from", opts->vocab_path, "GGUF file whose vocabulary to copy")->required();
   cmd->add_option("--dtype", opts->dtype, "Weight type: f32, f16, bf16, q8_0 (default f16)");
-  cmd->add_option("--seed", opts->synth.seed, "Random seed (default 0)");
+  cmd->add_option("--seed", opts->synth.seed, "Random seed (default 0)")->check(uint64_text());
   cmd->add_option("-o,--output", opts->out_path, "Output file")->required();
   cmd->callback([opts, &action] {
     if (opts->synth.kv_heads == 0) opts->synth.kv_heads = opts->synth.heads;

@@ -26,6 +26,9 @@ std::string json_line(const nlohmann::ordered_json& value);
 // A validator for a finite number in [lo, hi] (CLI::Range lets NaN through).
 CLI::Validator finite_range(double lo, double hi);
 
+// A validator for an unsigned 64-bit integer written in decimal (no sign, no overflow).
+CLI::Validator uint64_text();
+
 // Adds --threads with the machine's core count as default.
 void add_threads_flag(CLI::App& cmd, int& threads);
 

@@ -1,5 +1,6 @@
 #include "io/gguf_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -7,6 +8,9 @@ namespace pagoda {
 namespace {
 
 constexpr uint32_t kMaxArrayNesting = 4;
+// Every metadata array element becomes a GgufValue (~48 bytes): cap their total so that a small file cannot
+// make the parser allocate many times its size. Real vocabularies have at most a few hundred thousand entries.
+constexpr uint64_t kMaxMetadataElements = uint64_t{1} << 24;
 
 }  // namespace
 
@@ -95,8 +99,20 @@ class GgufParser {
       uint64_t avail = size_ >= data_start ? size_ - data_start : 0;
       if (t.offset > avail || t.n_bytes > avail - t.offset)
         return make_error("tensor '" + t.name + "' extends past the end of the file");
+      // Kernels read elements in place: the data must be aligned for its element type (the mapping is page-aligned).
+      const uint64_t natural = t.type == GgmlType::F32 ? 4 : 2;
+      if ((data_start + t.offset) % natural != 0)
+        return make_error("tensor '" + t.name + "' data is not aligned to " + std::to_string(natural) + " bytes");
       t.data = data_ + data_start + t.offset;
     }
+    // Tensors must not overlap (overlapping tensors would let a tiny file declare a huge model).
+    std::vector<const GgufTensorInfo*> by_offset;
+    by_offset.reserve(out.tensors_.size());
+    for (const auto& t : out.tensors_) by_offset.push_back(&t);
+    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_offset.size(); ++i)
+      if (by_offset[i]->offset < by_offset[i - 1]->offset + by_offset[i - 1]->n_bytes)
+        return make_error("tensor '" + by_offset[i]->name + "' overlaps tensor '" + by_offset[i - 1]->name + "'");
     return Status::success();
   }
 
@@ -187,6 +203,10 @@ class GgufParser {
           return make_error("metadata key '" + key + "' has invalid array element type " + std::to_string(elem));
         if (n > remaining() / min_value_bytes(static_cast<GgufValueType>(elem)))
           return make_error("array length of metadata key '" + key + "' (" + std::to_string(n) + ") exceeds the file");
+        array_elements_ += n;
+        if (array_elements_ > kMaxMetadataElements)
+          return make_error("metadata arrays hold more than " + std::to_string(kMaxMetadataElements) +
+                            " elements in total (at key '" + key + "')");
         auto arr = std::make_shared<GgufArray>();
         arr->elem_type = static_cast<GgufValueType>(elem);
         arr->items.resize(n);
@@ -201,6 +221,7 @@ class GgufParser {
   const uint8_t* data_;
   size_t size_;
   size_t pos_ = 0;
+  uint64_t array_elements_ = 0;
 };
 
 std::string GgufTensorInfo::shape_string() const {

@@ -1,5 +1,7 @@
 #include "model/hparams.h"
 
+#include <cmath>
+
 namespace pagoda {
 namespace {
 
@@ -79,17 +81,27 @@ Result<ModelHParams> read_hparams(const GgufFile& f) {
   if (hp.rope.n_rot > hp.head_dim || hp.rope.n_rot % 2 != 0)
     return make_error("rope.dimension_count " + std::to_string(hp.rope.n_rot) +
                       " must be even and at most the head size");
+  // As llama.cpp: the scaling type defaults to linear; the factor comes from rope.scaling.factor or the legacy
+  // rope.scale_linear; no factor (or 0) means no scaling.
   auto scaling = f.get_string_opt(a + "rope.scaling.type");
   if (!scaling.ok()) return scaling.error();
-  if (scaling->has_value() && **scaling != "none") {
-    if (**scaling != "linear")
-      return make_error("unsupported rope.scaling.type '" + **scaling + "' (supported: none, linear)");
-    auto factor = f.get_float(a + "rope.scaling.factor");
+  const std::string scaling_type = scaling->value_or("linear");
+  if (scaling_type != "none" && scaling_type != "linear")
+    return make_error("unsupported rope.scaling.type '" + scaling_type + "' (supported: none, linear)");
+  auto factor = f.get_float_opt(a + "rope.scaling.factor");
+  if (!factor.ok()) return factor.error();
+  if (!factor->has_value()) {
+    factor = f.get_float_opt(a + "rope.scale_linear");
     if (!factor.ok()) return factor.error();
-    if (!(*factor > 0.0)) return make_error("rope.scaling.factor must be positive");
-    hp.rope.freq_scale = static_cast<float>(1.0 / *factor);
   }
+  const double scale = factor->value_or(0.0);
+  if (!(scale >= 0.0) || !std::isfinite(scale))
+    return make_error("rope scaling factor must be a finite non-negative number");
+  if (scaling_type == "linear" && scale != 0.0 && scale != 1.0) hp.rope.freq_scale = static_cast<float>(1.0 / scale);
 
+  // The attention widths must stay sane even when each factor is in range.
+  if (hp.q_dim() > (int64_t{1} << 20) || hp.kv_dim() > (int64_t{1} << 20))
+    return make_error("attention width (heads x head size) exceeds 1048576");
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) return make_error("tensor 'token_embd.weight' is missing");
   hp.n_vocab = static_cast<int64_t>(embd->ne[1]);

@@ -11,7 +11,8 @@
 namespace pagoda {
 
 Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not block before the regular-file check below rejects it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return make_error("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st {};
   if (fstat(fd, &st) != 0) {

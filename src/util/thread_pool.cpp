@@ -14,7 +14,8 @@
 namespace pagoda {
 namespace {
 constexpr int kSpinIterations = 1 << 16;
-}
+constexpr uint32_t kYieldEvery = 256;
+}  // namespace
 
 int ThreadPool::default_num_threads() {
   cpu_set_t set;
@@ -46,7 +47,13 @@ void ThreadPool::run_raw(RawFn fn, void* ctx) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   fn(ctx, 0);
-  while (pending_.load(std::memory_order_acquire) != 0) PAGODA_CPU_RELAX();
+  // Spin, yielding now and then: with more threads than cores the workers need this core to finish.
+  for (uint32_t spins = 1; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins % kYieldEvery == 0)
+      std::this_thread::yield();
+    else
+      PAGODA_CPU_RELAX();
+  }
 }
 
 void ThreadPool::worker_loop(int tid) {
@@ -54,10 +61,13 @@ void ThreadPool::worker_loop(int tid) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t now = seen;
-    for (int i = 0; i < kSpinIterations; ++i) {
+    for (int i = 1; i <= kSpinIterations; ++i) {
       now = generation_.load(std::memory_order_acquire);
       if (now != seen) break;
-      PAGODA_CPU_RELAX();
+      if (i % kYieldEvery == 0)
+        std::this_thread::yield();  // lets a thread with work run when oversubscribed
+      else
+        PAGODA_CPU_RELAX();
     }
     while (now == seen) {
       generation_.wait(seen, std::memory_order_acquire);

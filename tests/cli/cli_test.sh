@@ -62,6 +62,10 @@ expect_error "unsupported architecture" "unsupported architecture 'gpt2'" -- run
 long=$(printf 'word %.0s' $(seq 1 100))
 expect_error "prompt longer than context" "more than the context size of 16" -- run "$model" -p "$long" -c 16
 expect_error "context beyond the model's" "exceeds the model's training context of" -- run "$model" -p hi -c 100000
+expect_error "negative seed" "seed" -- run "$model" -p hi --seed -1
+expect_error "seed overflow" "seed" -- run "$model" -p hi --seed 18446744073709551616
+mkfifo "$tmp/fifo"
+expect_error "fifo as model" "not a regular file" -- inspect "$tmp/fifo"
 expect_error "negative temperature" "temp" -- run "$model" -p hi --temp -1
 expect_error "NaN temperature" "not a number|out of range" -- run "$model" -p hi --temp nan
 expect_error "non-numeric -n" "n-predict|-n" -- run "$model" -p hi -n abc

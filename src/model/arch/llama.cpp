@@ -8,6 +8,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
+#include "util/memory_budget.h"
 
 namespace pagoda {
 
@@ -38,6 +39,13 @@ Status llama_forward(const Model& model, std::span<const int32_t> tokens, Contig
                       std::to_string(kv.capacity()));
   for (int32_t id : tokens)
     if (id < 0 || id >= hp.n_vocab) return make_error("token id " + std::to_string(id) + " is outside the vocabulary");
+  {
+    // The scratch buffers grow with the batch: refuse sizes the machine cannot hold rather than abort.
+    const uint64_t per_token = 3 * hp.n_embd + 2 * hp.q_dim() + 2 * hp.kv_dim() + 2 * hp.n_ff;
+    auto bytes = checked_allocation_bytes({static_cast<uint64_t>(T), per_token, sizeof(float)},
+                                          "the workspace for " + std::to_string(T) + " tokens");
+    if (!bytes.ok()) return bytes.error();
+  }
   ws.reserve(hp, T);
   const int64_t E = hp.n_embd, QD = hp.q_dim(), KVD = hp.kv_dim();
 

@@ -181,6 +181,46 @@ TEST(GgufFile, UnknownTensorTypeMisalignedOffsetAndBadRowAreRejected) {
   EXPECT_NE(f.error().message.find("not a multiple"), std::string::npos);
 }
 
+TEST(GgufFile, OverlappingTensorsAreRejected) {
+  GgufWriter w;
+  w.add_tensor("a", GgmlType::F32, {8}, std::vector<uint8_t>(32));
+  w.add_tensor("b", GgmlType::F32, {8}, std::vector<uint8_t>(32));
+  auto bytes = w.to_bytes();
+  // Second tensor info: after the header (24) and the first info (8 + 1 + 4 + 8 + 4 + 8 = 33); offset at +25.
+  poke<uint64_t>(bytes, 24 + 33 + 8 + 1 + 4 + 8 + 4, 0);
+  auto f = GgufFile::parse(bytes.data(), bytes.size());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message.find("overlaps tensor"), std::string::npos) << f.error().message;
+}
+
+TEST(GgufFile, MisalignedTensorDataIsRejected) {
+  GgufWriter w;
+  w.set("general.alignment", {GgufValueType::UINT32, uint64_t{1}});
+  w.add_tensor("t", GgmlType::F32, {1}, std::vector<uint8_t>(4));
+  auto bytes = w.to_bytes();  // header 24 + key 33 + info 33 = 90: not a multiple of 4
+  auto f = GgufFile::parse(bytes.data(), bytes.size());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message.find("tensor 't' data is not aligned to 4 bytes"), std::string::npos)
+      << f.error().message;
+}
+
+TEST(GgufFile, MetadataArraysCannotBlowUpMemory) {
+  // One uint8 array of 2^24 + 1 elements: small on disk, ~48x larger as parsed values. Rejected before allocation.
+  const uint64_t n = (uint64_t{1} << 24) + 1;
+  std::vector<uint8_t> b;
+  auto put = [&](const void* p, size_t k) {
+    b.insert(b.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + k);
+  };
+  const uint32_t magic = kGgufMagic, version = 3, arr = 9, u8 = 0;
+  const uint64_t n_tensors = 0, n_kv = 1, key_len = 1;
+  put(&magic, 4), put(&version, 4), put(&n_tensors, 8), put(&n_kv, 8), put(&key_len, 8), b.push_back('x');
+  put(&arr, 4), put(&u8, 4), put(&n, 8);
+  b.resize(b.size() + n, 7);
+  auto f = GgufFile::parse(b.data(), b.size());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message.find("metadata arrays hold more than"), std::string::npos) << f.error().message;
+}
+
 TEST(GgufFile, OpenReportsMissingFile) {
   auto f = GgufFile::open("/nonexistent/model.gguf");
   ASSERT_FALSE(f.ok());

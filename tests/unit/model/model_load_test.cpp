@@ -145,6 +145,35 @@ TEST(ModelLoad, UnsupportedArchitectureAndBadHparamsAreNamed) {
       "'llama.block_count' = 0 is out of range");
 }
 
+TEST(ModelLoad, RopeScalingFollowsLlamaCppDefaults) {
+  // No scaling type: linear by default; the legacy rope.scale_linear key supplies the factor.
+  auto path = write_model("rope.gguf", GgmlType::F32, nullptr,
+                          [](GgufWriter& w) { w.set_float32("llama.rope.scale_linear", 4.0f); });
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_FLOAT_EQ((*m)->hparams().rope.freq_scale, 0.25f);
+  std::remove(path.c_str());
+  path = write_model("rope_none.gguf", GgmlType::F32, nullptr, [](GgufWriter& w) {
+    w.set_string("llama.rope.scaling.type", "none");
+    w.set_float32("llama.rope.scaling.factor", 4.0f);
+  });
+  m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_FLOAT_EQ((*m)->hparams().rope.freq_scale, 1.0f);
+  std::remove(path.c_str());
+}
+
+TEST(ModelLoad, KvCacheLargerThanTheMachineIsAnError) {
+  auto path = write_model("kvbig.gguf", GgmlType::F32);
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok());
+  auto bytes = ContiguousKvCache::check_size((*m)->hparams(), int64_t{1} << 40);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.error().message.find("a KV cache of"), std::string::npos) << bytes.error().message;
+  EXPECT_TRUE(ContiguousKvCache::check_size((*m)->hparams(), 64).ok());
+  std::remove(path.c_str());
+}
+
 TEST(ModelLoad, ContextOverflowIsAnError) {
   auto path = write_model("ctx.gguf", GgmlType::F32);
   auto m = Model::load(path);
