@@ -4,23 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/dot.h"
+
 namespace pagoda {
-namespace {
-
-// q . k with 8 interleaved partial sums (a fixed order the compiler can vectorise).
-float dot(const float* q, const float* k, int64_t n) {
-  constexpr int kLanes = 8;
-  float lanes[kLanes] = {};
-  int64_t d = 0;
-  for (; d + kLanes <= n; d += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += q[d + l] * k[d + l];
-  for (; d < n; ++d) lanes[d % kLanes] += q[d] * k[d];
-  float sum = 0.0f;
-  for (float l : lanes) sum += l;
-  return sum;
-}
-
-}  // namespace
 
 void attention_contiguous(const ContiguousAttentionArgs& a, ThreadPool& pool) {
   const int64_t group = a.n_heads / a.n_kv_heads;
@@ -40,7 +26,7 @@ void attention_contiguous(const ContiguousAttentionArgs& a, ThreadPool& pool) {
       float max_score = -INFINITY;
       for (int64_t j = 0; j < n_keys; ++j) {
         const float* k = a.k_cache + j * kv_stride + kvh * a.head_dim;
-        scores[j] = dot(q, k, a.head_dim) * a.scale;
+        scores[j] = dot_f32(q, k, a.head_dim) * a.scale;
         max_score = std::max(max_score, scores[j]);
       }
       double sum = 0.0;

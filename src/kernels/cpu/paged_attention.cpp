@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/dot.h"
+
 namespace pagoda {
 namespace {
 
@@ -43,19 +45,6 @@ inline const float* kv_row(const PagedAttentionArgs& a, const float* cache, int3
   const int32_t block = a.block_table[static_cast<int64_t>(s) * a.max_blocks + p / a.block_size];
   const int64_t slot = static_cast<int64_t>(block) * a.block_size + p % a.block_size;
   return cache + (slot * a.n_kv_heads + kvh) * a.head_dim;
-}
-
-// q . k with 16 interleaved partial sums (a fixed order, vectorisable).
-inline float dot(const float* q, const float* k, int32_t n) {
-  constexpr int kLanes = 16;
-  float lanes[kLanes] = {};
-  int32_t d = 0;
-  for (; d + kLanes <= n; d += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += q[d + l] * k[d + l];
-  for (; d < n; ++d) lanes[d % kLanes] += q[d] * k[d];
-  float sum = 0.0f;
-  for (float l : lanes) sum += l;
-  return sum;
 }
 
 }  // namespace
@@ -110,7 +99,7 @@ void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool) {
       // Scores of this tile of keys, read in place through the block table.
       float tile_max = -INFINITY;
       for (int32_t i = 0; i < n; ++i) {
-        scores[i] = dot(q, kv_row(a, a.k_cache, job.seq, t0 + i, kvh), D) * a.scale;
+        scores[i] = dot_f32(q, kv_row(a, a.k_cache, job.seq, t0 + i, kvh), D) * a.scale;
         tile_max = std::max(tile_max, scores[i]);
       }
       // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
