@@ -48,11 +48,10 @@ class GgufParser {
       out.kv_.emplace_back(std::move(key), std::move(value));
     }
 
-    if (const GgufValue* a = out.find("general.alignment")) {
+    if (out.has("general.alignment")) {
       auto align = out.get_uint("general.alignment");
       if (!align.ok()) return align.error();
-      uint64_t v = *align;
-      (void)a;
+      const uint64_t v = *align;
       if (v == 0 || (v & (v - 1)) != 0 || v > (1u << 20))
         return make_error("general.alignment " + std::to_string(v) + " is not a power of two up to 1 MiB");
       out.alignment_ = static_cast<uint32_t>(v);
