@@ -1,4 +1,4 @@
-// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench.
+// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench / batch.
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_inspect_command(app, action);
   pagoda::cli::add_synth_command(app, action);
   pagoda::cli::add_bench_command(app, action);
+  pagoda::cli::add_batch_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "kernels/cpu/activations.h"
-#include "kernels/cpu/attention_ref.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "util/memory_budget.h"
@@ -27,18 +27,26 @@ void LlamaWorkspace::reserve(const ModelHParams& hp, int64_t T) {
   grow(up, T * hp.n_ff);
 }
 
-Status llama_forward(const Model& model, std::span<const int32_t> tokens, ContiguousKvCache& kv, LlamaWorkspace& ws,
-                     ThreadPool& pool, bool all_logits, std::vector<float>& logits) {
+Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const KvStorage& kv, LlamaWorkspace& ws,
+                           ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl) {
   const ModelHParams& hp = model.hparams();
   const ModelWeights& w = model.weights();
-  const int64_t T = static_cast<int64_t>(tokens.size());
-  const int64_t pos0 = kv.length();
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
   if (T == 0) return make_error("forward called with no tokens");
-  if (pos0 + T > kv.capacity())
-    return make_error("context full: " + std::to_string(pos0 + T) + " tokens exceed the context size of " +
-                      std::to_string(kv.capacity()));
-  for (int32_t id : tokens)
-    if (id < 0 || id >= hp.n_vocab) return make_error("token id " + std::to_string(id) + " is outside the vocabulary");
+  if (batch.positions.size() != batch.tokens.size() || batch.slot_mapping.size() != batch.tokens.size())
+    return make_error("forward batch: positions and slot_mapping must have one entry per token");
+  const int32_t num_seqs = static_cast<int32_t>(batch.seq_lens_kv.size());
+  if (batch.cu_seqlens_q.size() != static_cast<size_t>(num_seqs) + 1 || batch.cu_seqlens_q.back() != T ||
+      batch.block_table.size() != static_cast<size_t>(num_seqs) * batch.max_blocks)
+    return make_error("forward batch: inconsistent attention metadata");
+  for (int64_t t = 0; t < T; ++t) {
+    if (batch.tokens[t] < 0 || batch.tokens[t] >= hp.n_vocab)
+      return make_error("token id " + std::to_string(batch.tokens[t]) + " is outside the vocabulary");
+    if (batch.slot_mapping[t] < 0 || batch.slot_mapping[t] >= kv.num_slots || batch.positions[t] < 0)
+      return make_error("forward batch: token " + std::to_string(t) + " has an invalid slot or position");
+  }
+  for (int32_t row : batch.logit_rows)
+    if (row < 0 || row >= T) return make_error("forward batch: logit row out of range");
   {
     // The scratch buffers grow with the batch: refuse sizes the machine cannot hold rather than abort.
     const uint64_t per_token = 3 * hp.n_embd + 2 * hp.q_dim() + 2 * hp.kv_dim() + 2 * hp.n_ff;
@@ -49,8 +57,22 @@ Status llama_forward(const Model& model, std::span<const int32_t> tokens, Contig
   ws.reserve(hp, T);
   const int64_t E = hp.n_embd, QD = hp.q_dim(), KVD = hp.kv_dim();
 
+  PagedAttentionArgs args;
+  args.q = ws.q.data();
+  args.out = ws.attn.data();
+  args.cu_seqlens_q = batch.cu_seqlens_q.data();
+  args.seq_lens_kv = batch.seq_lens_kv.data();
+  args.block_table = batch.block_table.data();
+  args.num_seqs = num_seqs;
+  args.max_blocks = batch.max_blocks;
+  args.block_size = kv.block_size;
+  args.n_heads = static_cast<int32_t>(hp.n_head);
+  args.n_kv_heads = static_cast<int32_t>(hp.n_head_kv);
+  args.head_dim = static_cast<int32_t>(hp.head_dim);
+  args.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+
   // Token embedding.
-  for (int64_t t = 0; t < T; ++t) dequantize_row(w.token_embd, tokens[t], ws.x.data() + t * E);
+  for (int64_t t = 0; t < T; ++t) dequantize_row(w.token_embd, batch.tokens[t], ws.x.data() + t * E);
 
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights& l = w.layers[il];
@@ -60,24 +82,22 @@ Status llama_forward(const Model& model, std::span<const int32_t> tokens, Contig
     matmul(l.wk, ws.xn.data(), T, ws.k.data(), pool);
     matmul(l.wv, ws.xn.data(), T, ws.v.data(), pool);
     for (int64_t t = 0; t < T; ++t) {
-      rope_apply(hp.rope, pos0 + t, hp.n_head, hp.head_dim, ws.q.data() + t * QD);
-      rope_apply(hp.rope, pos0 + t, hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
+      rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
+      rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
     }
-    // Append this step's K/V, then attend over the whole cached history.
-    std::memcpy(kv.k(il) + pos0 * KVD, ws.k.data(), sizeof(float) * T * KVD);
-    std::memcpy(kv.v(il) + pos0 * KVD, ws.v.data(), sizeof(float) * T * KVD);
-    ContiguousAttentionArgs args;
-    args.q = ws.q.data();
-    args.k_cache = kv.k(il);
-    args.v_cache = kv.v(il);
-    args.out = ws.attn.data();
-    args.num_tokens = T;
-    args.first_pos = pos0;
-    args.n_heads = hp.n_head;
-    args.n_kv_heads = hp.n_head_kv;
-    args.head_dim = hp.head_dim;
-    args.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-    attention_contiguous(args, pool);
+    // Write this step's K/V to their slots, then attend through the block table (in-step keys included).
+    float* k_layer = kv.k_base + il * kv.layer_stride;
+    float* v_layer = kv.v_base + il * kv.layer_stride;
+    for (int64_t t = 0; t < T; ++t) {
+      std::memcpy(k_layer + batch.slot_mapping[t] * KVD, ws.k.data() + t * KVD, sizeof(float) * KVD);
+      std::memcpy(v_layer + batch.slot_mapping[t] * KVD, ws.v.data() + t * KVD, sizeof(float) * KVD);
+    }
+    args.k_cache = k_layer;
+    args.v_cache = v_layer;
+    if (impl == AttentionImpl::kFused)
+      paged_attention(args, pool);
+    else
+      paged_attention_reference(args, pool);
     matmul(l.wo, ws.attn.data(), T, ws.proj.data(), pool);
     add_in_place(ws.x.data(), ws.proj.data(), T * E);
 
@@ -89,14 +109,52 @@ Status llama_forward(const Model& model, std::span<const int32_t> tokens, Contig
     matmul(l.w_down, ws.gate.data(), T, ws.proj.data(), pool);
     add_in_place(ws.x.data(), ws.proj.data(), T * E);
   }
-  kv.set_length(pos0 + T);
 
-  // Output norm and head, for the rows that need logits.
-  const int64_t first_row = all_logits ? 0 : T - 1;
-  const int64_t n_rows = T - first_row;
-  rms_norm(ws.x.data() + first_row * E, w.output_norm.data(), n_rows, E, hp.rms_eps, ws.xn.data());
+  // Output norm and head, for the rows that need logits (gathered into proj first).
+  const int64_t n_rows = static_cast<int64_t>(batch.logit_rows.size());
   logits.resize(static_cast<size_t>(n_rows * hp.n_vocab));
+  if (n_rows == 0) return Status::success();
+  for (int64_t r = 0; r < n_rows; ++r)
+    std::memcpy(ws.proj.data() + r * E, ws.x.data() + batch.logit_rows[r] * E, sizeof(float) * E);
+  rms_norm(ws.proj.data(), w.output_norm.data(), n_rows, E, hp.rms_eps, ws.xn.data());
   matmul(w.output, ws.xn.data(), n_rows, logits.data(), pool);
+  return Status::success();
+}
+
+Status llama_forward(const Model& model, std::span<const int32_t> tokens, ContiguousKvCache& kv, LlamaWorkspace& ws,
+                     ThreadPool& pool, bool all_logits, std::vector<float>& logits) {
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  const int64_t pos0 = kv.length();
+  if (T == 0) return make_error("forward called with no tokens");
+  if (pos0 + T > kv.capacity())
+    return make_error("context full: " + std::to_string(pos0 + T) + " tokens exceed the context size of " +
+                      std::to_string(kv.capacity()));
+  // The contiguous cache is one block of `capacity` slots; slot = position.
+  ws.positions.resize(T);
+  ws.slots.resize(T);
+  for (int64_t t = 0; t < T; ++t) ws.slots[t] = ws.positions[t] = static_cast<int32_t>(pos0 + t);
+  ws.logit_rows.clear();
+  for (int64_t t = all_logits ? 0 : T - 1; t < T; ++t) ws.logit_rows.push_back(static_cast<int32_t>(t));
+  const int32_t cu[2] = {0, static_cast<int32_t>(T)};
+  const int32_t kv_len = static_cast<int32_t>(pos0 + T);
+  const int32_t block0 = 0;
+  ForwardBatch batch;
+  batch.tokens = tokens;
+  batch.positions = ws.positions;
+  batch.slot_mapping = ws.slots;
+  batch.cu_seqlens_q = cu;
+  batch.seq_lens_kv = std::span<const int32_t>(&kv_len, 1);
+  batch.block_table = std::span<const int32_t>(&block0, 1);
+  batch.max_blocks = 1;
+  batch.logit_rows = ws.logit_rows;
+  KvStorage storage;
+  storage.k_base = kv.k(0);
+  storage.v_base = kv.v(0);
+  storage.layer_stride = kv.capacity() * model.hparams().kv_dim();
+  storage.num_slots = kv.capacity();
+  storage.block_size = static_cast<int32_t>(kv.capacity());
+  PAGODA_RETURN_IF_ERROR(llama_forward_batch(model, batch, storage, ws, pool, logits));
+  kv.set_length(pos0 + T);
   return Status::success();
 }
 

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "util/result.h"
@@ -14,19 +15,28 @@ namespace pagoda {
 
 // Scratch buffers of one forward call, reused across calls (grown only when a larger batch arrives).
 struct LlamaWorkspace {
-  std::vector<float> x;     // [T, n_embd] residual stream
-  std::vector<float> xn;    // [T, n_embd] normalised input of a sub-layer
-  std::vector<float> q;     // [T, q_dim]
-  std::vector<float> k;     // [T, kv_dim]
-  std::vector<float> v;     // [T, kv_dim]
-  std::vector<float> attn;  // [T, q_dim]
-  std::vector<float> proj;  // [T, n_embd] output of attn_output / ffn_down
-  std::vector<float> gate;  // [T, n_ff]
-  std::vector<float> up;    // [T, n_ff]
+  std::vector<float> x;             // [T, n_embd] residual stream
+  std::vector<float> xn;            // [T, n_embd] normalised input of a sub-layer
+  std::vector<float> q;             // [T, q_dim]
+  std::vector<float> k;             // [T, kv_dim]
+  std::vector<float> v;             // [T, kv_dim]
+  std::vector<float> attn;          // [T, q_dim]
+  std::vector<float> proj;          // [T, n_embd] output of attn_output / ffn_down
+  std::vector<float> gate;          // [T, n_ff]
+  std::vector<float> up;            // [T, n_ff]
+  std::vector<int32_t> positions;   // [T] (single-sequence wrapper)
+  std::vector<int64_t> slots;       // [T] (single-sequence wrapper)
+  std::vector<int32_t> logit_rows;  // (single-sequence wrapper)
   void reserve(const ModelHParams& hp, int64_t num_tokens);
 };
 
-// Runs `tokens` at positions kv.length() .. kv.length() + T - 1 and appends their K/V to kv.
+// Runs one batch: writes every token's K/V to its slot, attends through the block table, and returns the logits
+// of batch.logit_rows in `logits` ([logit_rows.size(), n_vocab]). Each output row is bitwise independent of the
+// rest of the batch: the matmuls, norms and attention reduce in a fixed order per token.
+Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const KvStorage& kv, LlamaWorkspace& ws,
+                           ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl = AttentionImpl::kFused);
+
+// The single-sequence path: runs `tokens` at positions kv.length() .. kv.length() + T - 1 and appends their K/V to kv.
 // logits receives [T, n_vocab] when all_logits, else [1, n_vocab] for the last token.
 Status llama_forward(const Model& model, std::span<const int32_t> tokens, ContiguousKvCache& kv, LlamaWorkspace& ws,
                      ThreadPool& pool, bool all_logits, std::vector<float>& logits);

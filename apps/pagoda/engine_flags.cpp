@@ -1,0 +1,40 @@
+#include "engine_flags.h"
+
+#include "commands.h"
+#include "kv/kv_pool.h"
+
+namespace pagoda::cli {
+
+void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
+  cmd.add_option("--block-size", f.block_size, "KV block size in tokens (default 16)")->check(CLI::Range(1, 4096));
+  auto* nb = cmd.add_option("--num-blocks", f.num_blocks, "KV pool size in blocks (default: from --kv-cache-mem)")
+                 ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  cmd.add_option("--kv-cache-mem", f.kv_cache_mem, "KV pool size as memory, e.g. 2GiB (default 1GiB)")->excludes(nb);
+  cmd.add_option("--max-num-seqs", f.max_num_seqs, "Most sequences running at once (default 256)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget of one step (default 2048)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--max-model-len", f.max_model_len,
+                 "Most tokens per sequence, prompt included (default: the model's training context)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 31));
+  add_threads_flag(cmd, f.threads);
+}
+
+Result<EngineConfig> engine_config(const EngineFlags& f, const std::string& model_path) {
+  EngineConfig c;
+  c.block_size = f.block_size;
+  c.num_blocks = f.num_blocks;
+  if (!f.kv_cache_mem.empty()) {
+    auto bytes = parse_memory_size(f.kv_cache_mem);
+    if (!bytes.ok()) return make_error("--kv-cache-mem: " + bytes.error().message);
+    c.kv_cache_bytes = *bytes;
+  }
+  c.max_num_seqs = f.max_num_seqs;
+  c.max_num_batched_tokens = f.max_num_batched_tokens;
+  c.max_model_len = f.max_model_len;
+  c.num_threads = f.threads;
+  c.model_id = model_path;
+  return c;
+}
+
+}  // namespace pagoda::cli

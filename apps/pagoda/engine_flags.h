@@ -1,0 +1,28 @@
+// The engine flags shared by `batch`, `bench --concurrency` (and `serve` next): KV pool size and block size,
+// scheduler limits.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "engine/engine.h"
+#include "util/result.h"
+
+namespace pagoda::cli {
+
+struct EngineFlags {
+  int32_t block_size = 16;
+  int64_t num_blocks = 0;
+  std::string kv_cache_mem;  // e.g. "2GiB"
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int64_t max_model_len = 0;
+  int threads = 1;
+};
+
+void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
+
+// The engine configuration the flags describe (an Error for a bad --kv-cache-mem).
+Result<EngineConfig> engine_config(const EngineFlags& flags, const std::string& model_path);
+
+}  // namespace pagoda::cli

@@ -1,0 +1,456 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+namespace pagoda {
+
+namespace {
+// Seed of choice `index` of a request: choice 0 uses the request's seed itself.
+uint64_t choice_seed(uint64_t base, int32_t index) {
+  return base + static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ull;
+}
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineConfig& config) {
+  const ModelHParams& hp = model.hparams();
+  if (config.block_size < 1 || config.block_size > 4096)
+    return make_error("block size must be between 1 and 4096, got " + std::to_string(config.block_size));
+  if (config.max_num_seqs < 1) return make_error("max-num-seqs must be at least 1");
+  if (config.max_num_batched_tokens < 1) return make_error("max-num-batched-tokens must be at least 1");
+  if (config.max_model_len < 0 || config.max_model_len > hp.n_ctx_train)
+    return make_error("max-model-len " + std::to_string(config.max_model_len) +
+                      " exceeds the model's training context of " + std::to_string(hp.n_ctx_train));
+  KvPoolShape shape;
+  shape.n_layer = hp.n_layer;
+  shape.block_size = config.block_size;
+  shape.n_kv_heads = hp.n_head_kv;
+  shape.head_dim = hp.head_dim;
+  if (config.num_blocks > 0) {
+    shape.num_blocks = config.num_blocks;
+  } else {
+    const uint64_t budget = config.kv_cache_bytes ? config.kv_cache_bytes : kDefaultKvCacheBytes;
+    shape.num_blocks = KvPool::blocks_for_budget(shape, budget);
+    if (shape.num_blocks < 1)
+      return make_error("the KV cache budget of " + std::to_string(budget) + " bytes holds no block of " +
+                        std::to_string(shape.bytes_per_block()) + " bytes");
+    if (!config.kv_cache_bytes) {
+      // The default budget need not exceed what max_num_seqs full-length sequences could use.
+      const int64_t len = config.max_model_len ? config.max_model_len : hp.n_ctx_train;
+      const int64_t useful = (len + config.block_size) / config.block_size * config.max_num_seqs;
+      shape.num_blocks = std::min(shape.num_blocks, std::max<int64_t>(useful, 1));
+    }
+  }
+  auto kv = KvPool::create(shape);
+  if (!kv.ok()) return kv.error();
+  return std::unique_ptr<Engine>(new Engine(model, config, std::move(*kv)));
+}
+
+Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv)
+    : model_(model), config_(config), kv_(std::move(kv)), seed_rng_(config.seed) {
+  Clock* clock = config_.clock;
+  if (!clock) {
+    own_clock_ = std::make_unique<SteadyClock>();
+    clock = own_clock_.get();
+  }
+  BlockManagerConfig bc;
+  bc.num_blocks = static_cast<int32_t>(kv_->shape().num_blocks);
+  bc.block_size = config_.block_size;
+  bc.watermark_blocks = config_.watermark_blocks >= 0 ? config_.watermark_blocks : bc.num_blocks / 100;
+  if (bc.watermark_blocks >= bc.num_blocks) bc.watermark_blocks = 0;
+  blocks_ = std::make_unique<BlockManager>(bc, *clock);
+  scheduler_ =
+      std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens}, *blocks_);
+  pool_ =
+      std::make_unique<ThreadPool>(config_.num_threads > 0 ? config_.num_threads : ThreadPool::default_num_threads());
+  max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : model_.hparams().n_ctx_train;
+  refresh_stats();
+}
+
+Engine::~Engine() {
+  stop();
+  // Nobody will step any more: end every open choice so that no reader waits forever.
+  take_inbox();
+  finish_all(FinishReason::kCancelled, {});
+}
+
+std::string Engine::describe() const {
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%s; max-num-seqs %d, max-num-batched-tokens %d, max-model-len %lld, %d threads",
+                kv_->describe().c_str(), config_.max_num_seqs, config_.max_num_batched_tokens,
+                static_cast<long long>(max_model_len_), pool_->num_threads());
+  return buf;
+}
+
+std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
+  const int32_t n = std::max(request.n, 1);
+  auto stream = std::make_shared<RequestStream>(request.id, request.prompt, n, [this] { wake(); });
+  auto rs = std::make_unique<RequestState>();
+  rs->request = std::move(request);
+  rs->stream = stream;
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(std::move(rs));
+    wake_pending_ = true;
+  }
+  cv_.notify_one();
+  return stream;
+}
+
+void Engine::wake() {
+  {
+    std::lock_guard lock(mu_);
+    wake_pending_ = true;
+  }
+  cv_.notify_one();
+}
+
+void Engine::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        if (stop_) return;
+      }
+      bool worked = false;
+      try {
+        worked = step();
+      } catch (const std::exception& e) {
+        // A failed step (out of memory, say) fails the requests in flight, not the process.
+        finish_all(FinishReason::kError, std::string("engine step failed: ") + e.what());
+      }
+      if (!worked) {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || wake_pending_; });
+        wake_pending_ = false;
+      }
+    }
+  });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::take_inbox() {
+  std::deque<std::unique_ptr<RequestState>> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(inbox_);
+    wake_pending_ = false;
+  }
+  for (auto& rs : batch) admit_request(std::move(rs));
+}
+
+void Engine::fail_request(std::unique_ptr<RequestState> rs, const std::string& error) {
+  const int32_t n = std::max(rs->request.n, 1);
+  for (int32_t i = 0; i < n; ++i) {
+    StreamEvent ev;
+    ev.kind = StreamEvent::Kind::kFinished;
+    ev.index = i;
+    ev.finish = FinishReason::kError;
+    ev.error = error;
+    rs->stream->push(std::move(ev));
+  }
+  ++requests_finished_;
+}
+
+void Engine::admit_request(std::unique_ptr<RequestState> rs) {
+  const GenerationRequest& r = rs->request;
+  const int64_t len = static_cast<int64_t>(r.prompt.size());
+  std::string error;
+  if (r.prompt.empty()) {
+    error = "the prompt is empty";
+  } else if (len >= max_model_len_) {
+    error = "the prompt has " + std::to_string(len) + " tokens; the maximum model length is " +
+            std::to_string(max_model_len_) + " (prompt plus at least one generated token)";
+  } else if (!blocks_->could_ever_allocate(r.prompt.size())) {
+    error = "the prompt has " + std::to_string(len) + " tokens, more than the KV pool can ever hold (" +
+            std::to_string(blocks_->num_blocks()) + " blocks of " + std::to_string(blocks_->block_size()) + " tokens)";
+  } else if (r.max_tokens < 1) {
+    error = "max_tokens must be at least 1";
+  } else if (r.n < 1 || r.n > 128) {
+    error = "n must be between 1 and 128";
+  } else if (r.logprobs > 20) {
+    error = "logprobs must be at most 20";
+  } else if (Status st = r.sampling.validate(); !st.ok()) {
+    error = st.error().message;
+  } else {
+    for (int32_t id : r.prompt)
+      if (id < 0 || id >= model_.hparams().n_vocab) {
+        error = "prompt token id " + std::to_string(id) + " is outside the vocabulary";
+        break;
+      }
+  }
+  if (!error.empty()) return fail_request(std::move(rs), error);
+
+  rs->ns = CacheNamespace{config_.model_id, r.cache_salt, {}};
+  rs->arrival = next_arrival_++;
+  rs->base_seed = r.seed ? *r.seed : seed_rng_.next_u64();
+  rs->open = std::max(r.n, 1);
+  SamplingParams sp = r.sampling;
+  sp.seed = choice_seed(rs->base_seed, 0);
+  auto seq = std::make_unique<Sequence>(SeqId{next_seq_id_++}, rs.get(), 0, sp, model_.tokenizer(), r.stop);
+  seq->tokens = r.prompt;
+  seq->prompt_len = len;
+  seq->priority = r.priority;
+  seq->arrival = rs->arrival;
+  seq->ns = &rs->ns;
+  scheduler_->add_waiting(seq.get());
+  rs->seqs.push_back(std::move(seq));
+  active_.push_back(std::move(rs));
+}
+
+void Engine::process_cancellations() {
+  for (auto& p : active_) {
+    RequestState* rs = p.get();
+    if (rs->done || !rs->stream->cancel_requested()) continue;
+    // Choices not forked yet never started: they finish too.
+    const int32_t unforked = rs->forked ? 0 : std::max(rs->request.n, 1) - 1;
+    for (int32_t i = 0; i < unforked; ++i) {
+      StreamEvent ev;
+      ev.kind = StreamEvent::Kind::kFinished;
+      ev.index = i + 1;
+      ev.finish = FinishReason::kCancelled;
+      rs->stream->push(std::move(ev));
+      --rs->open;
+    }
+    rs->forked = true;
+    for (auto& s : rs->seqs)
+      if (s->state != Sequence::State::kFinished) finish(*s, FinishReason::kCancelled);
+  }
+}
+
+bool Engine::has_work() const { return scheduler_->num_running() > 0 || scheduler_->num_waiting() > 0; }
+
+bool Engine::step() {
+  take_inbox();
+  process_cancellations();
+  release_finished_requests();
+  if (!has_work()) {
+    refresh_stats();
+    return false;
+  }
+  SchedulerStep sched = scheduler_->schedule();
+  for (Sequence* s : sched.rejected) {
+    if (s->num_generated() > 0)
+      finish(*s, FinishReason::kLength);  // grew past what the pool can hold
+    else
+      finish(*s, FinishReason::kError, "the request can never fit the KV pool");
+  }
+  for (Sequence* s : sched.out_of_room) finish(*s, FinishReason::kLength);
+  if (!sched.chunks.empty()) run_batch(sched);
+  ++steps_;
+  release_finished_requests();
+  refresh_stats();
+  return true;
+}
+
+void Engine::run_until_idle() {
+  while (step()) {
+  }
+}
+
+void Engine::run_batch(const SchedulerStep& sched) {
+  for (const BlockCopy& c : sched.copies) kv_->copy_block(c.src, c.dst, c.num_slots);
+
+  // Build the step's batch: tokens, positions, slots and the attention metadata.
+  b_tokens_.clear();
+  b_positions_.clear();
+  b_slots_.clear();
+  b_cu_.assign(1, 0);
+  b_kv_lens_.clear();
+  b_logit_rows_.clear();
+  b_logit_seqs_.clear();
+  int32_t max_blocks = 1;
+  for (const ScheduledChunk& c : sched.chunks)
+    max_blocks = std::max(max_blocks, static_cast<int32_t>(blocks_->block_handles(c.seq->id).size()));
+  b_table_.assign(sched.chunks.size() * max_blocks, 0);
+  for (size_t i = 0; i < sched.chunks.size(); ++i) {
+    const ScheduledChunk& c = sched.chunks[i];
+    Sequence& s = *c.seq;
+    const int64_t first = s.num_computed;
+    for (int64_t p = first; p < first + c.num_tokens; ++p) {
+      b_tokens_.push_back(s.tokens[p]);
+      b_positions_.push_back(static_cast<int32_t>(p));
+      b_slots_.push_back(blocks_->slot_of(s.id, p));
+    }
+    b_cu_.push_back(static_cast<int32_t>(b_tokens_.size()));
+    b_kv_lens_.push_back(static_cast<int32_t>(first + c.num_tokens));
+    const auto handles = blocks_->block_handles(s.id);
+    for (size_t b = 0; b < handles.size(); ++b) b_table_[i * max_blocks + b] = handles[b].id.value;
+    if (first + c.num_tokens == static_cast<int64_t>(s.tokens.size())) {
+      b_logit_rows_.push_back(static_cast<int32_t>(b_tokens_.size()) - 1);
+      b_logit_seqs_.push_back(&s);
+    }
+    if (first < s.prompt_len) prompt_tokens_computed_ += std::min<int64_t>(c.num_tokens, s.prompt_len - first);
+  }
+  ForwardBatch batch;
+  batch.tokens = b_tokens_;
+  batch.positions = b_positions_;
+  batch.slot_mapping = b_slots_;
+  batch.cu_seqlens_q = b_cu_;
+  batch.seq_lens_kv = b_kv_lens_;
+  batch.block_table = b_table_;
+  batch.max_blocks = max_blocks;
+  batch.logit_rows = b_logit_rows_;
+  KvStorage storage;
+  storage.k_base = kv_->k(0);
+  storage.v_base = kv_->v(0);
+  storage.layer_stride = kv_->shape().layer_floats();
+  storage.num_slots = kv_->shape().token_capacity();
+  storage.block_size = static_cast<int32_t>(kv_->shape().block_size);
+  Status st = llama_forward_batch(model_, batch, storage, ws_, *pool_, logits_, config_.attention);
+  if (!st.ok()) {
+    for (const ScheduledChunk& c : sched.chunks)
+      if (c.seq->state != Sequence::State::kFinished) finish(*c.seq, FinishReason::kError, st.error().message);
+    return;
+  }
+  for (const ScheduledChunk& c : sched.chunks) {
+    c.seq->num_computed += c.num_tokens;
+    blocks_->mark_computed(c.seq->id, c.seq->num_computed);
+  }
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  for (size_t r = 0; r < b_logit_seqs_.size(); ++r) {
+    Sequence& s = *b_logit_seqs_[r];
+    const std::span<const float> row(logits_.data() + r * n_vocab, n_vocab);
+    RequestState& rs = *s.request;
+    if (!rs.forked) {
+      fork_choices(s);  // the other choices share the prompt's blocks and sample from the same logits
+      for (size_t i = 1; i < rs.seqs.size(); ++i) sample_and_emit(*rs.seqs[i], row);
+    }
+    sample_and_emit(s, row);
+  }
+}
+
+void Engine::fork_choices(Sequence& parent) {
+  RequestState& rs = *parent.request;
+  rs.forked = true;
+  const int32_t n = std::max(rs.request.n, 1);
+  for (int32_t i = 1; i < n; ++i) {
+    SamplingParams sp = rs.request.sampling;
+    sp.seed = choice_seed(rs.base_seed, i);
+    auto child = std::make_unique<Sequence>(SeqId{next_seq_id_++}, &rs, i, sp, model_.tokenizer(), rs.request.stop);
+    child->tokens = parent.tokens;
+    child->prompt_len = parent.prompt_len;
+    child->num_computed = parent.num_computed;
+    child->priority = parent.priority;
+    child->arrival = parent.arrival;
+    child->ns = parent.ns;
+    blocks_->fork(parent.id, child->id);
+    scheduler_->add_running(child.get());
+    rs.seqs.push_back(std::move(child));
+  }
+}
+
+void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
+  const GenerationRequest& r = s.request->request;
+  const std::span<const int32_t> prompt(s.tokens.data(), s.prompt_len);
+  const std::span<const int32_t> output(s.tokens.data() + s.prompt_len, s.num_generated());
+  const int32_t token = s.sampler.sample(logits, prompt, output);
+  StreamEvent ev;
+  ev.index = s.index;
+  ev.token = token;
+  if (r.logprobs >= 0) ev.logprob = token_logprobs(logits, token, r.logprobs, &ev.top_logprobs);
+  if (r.return_logits) ev.logits.assign(logits.begin(), logits.end());
+  s.tokens.push_back(token);
+  ++generated_tokens_;
+  FinishReason reason = FinishReason::kNone;
+  if (!r.ignore_eos && model_.tokenizer().is_end_of_generation(token)) {
+    reason = FinishReason::kStop;
+  } else {
+    bool stopped = false;
+    ev.text = s.stop.push(s.detokenizer.push(token), &stopped);
+    if (stopped) {
+      reason = FinishReason::kStop;
+      s.text_done = true;
+    }
+  }
+  if (reason == FinishReason::kNone &&
+      (s.num_generated() >= r.max_tokens || static_cast<int64_t>(s.tokens.size()) >= max_model_len_))
+    reason = FinishReason::kLength;
+  s.request->stream->push(std::move(ev));
+  if (reason != FinishReason::kNone) finish(s, reason);
+}
+
+void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) {
+  if (s.state != Sequence::State::kFinished) scheduler_->remove(&s);
+  s.state = Sequence::State::kFinished;
+  StreamEvent ev;
+  ev.kind = StreamEvent::Kind::kFinished;
+  ev.index = s.index;
+  ev.finish = reason;
+  ev.error = error;
+  // Text still held back (an unfinished character, a possible stop-string prefix) is released, unless a stop
+  // string ended the choice: then the held text belonged to it.
+  if (!s.text_done) {
+    bool stopped = false;
+    ev.text = s.stop.push(s.detokenizer.flush(), &stopped);
+    if (!stopped) ev.text += s.stop.flush();
+    s.text_done = true;
+  }
+  RequestState* rs = s.request;
+  rs->stream->push(std::move(ev));
+  if (--rs->open == 0) {
+    ++requests_finished_;
+    rs->done = true;  // released at the end of the step, once nothing points at its sequences
+  }
+}
+
+void Engine::release_finished_requests() {
+  active_.remove_if([](const std::unique_ptr<RequestState>& p) { return p->done; });
+}
+
+void Engine::finish_all(FinishReason reason, const std::string& error) {
+  for (auto& rs : active_) {
+    if (!rs->forked) {
+      for (int32_t i = 1; i < std::max(rs->request.n, 1); ++i) {
+        StreamEvent ev;
+        ev.kind = StreamEvent::Kind::kFinished;
+        ev.index = i;
+        ev.finish = reason;
+        ev.error = error;
+        rs->stream->push(std::move(ev));
+        --rs->open;
+      }
+      rs->forked = true;
+    }
+    for (auto& s : rs->seqs)
+      if (s->state != Sequence::State::kFinished) finish(*s, reason, error);
+  }
+  release_finished_requests();
+}
+
+void Engine::refresh_stats() {
+  EngineStats st;
+  st.blocks = blocks_->stats();
+  st.block_size = blocks_->block_size();
+  st.steps = steps_;
+  st.preemptions = scheduler_->num_preemptions();
+  st.running = scheduler_->num_running();
+  st.waiting = scheduler_->num_waiting();
+  peak_used_blocks_ = std::max(peak_used_blocks_, st.blocks.used_blocks);
+  st.peak_used_blocks = peak_used_blocks_;
+  st.prompt_tokens_computed = prompt_tokens_computed_;
+  st.generated_tokens = generated_tokens_;
+  st.requests_finished = requests_finished_;
+  std::lock_guard lock(mu_);
+  stats_ = st;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,155 @@
+// The serving engine: a paged KV pool, the block manager, the continuous-batching scheduler and the model,
+// stepped on its own thread. Callers submit requests from any thread and read each request's stream.
+//
+// One step: take new requests and cancellations -> schedule -> copy-on-write copies -> one forward over every
+// scheduled token of every sequence (the matmuls see all tokens together; attention runs per sequence through
+// the paged kernel) -> sample the sequences whose last pending token was computed -> stop checks -> emit.
+// The forward's arithmetic per token is independent of the batch, so a request's tokens and logits are bitwise
+// the same as when it runs alone through SequenceRunner, whatever else runs, however its prefill is chunked,
+// and after any number of preemptions.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "kv/block_manager.h"
+#include "kv/kv_pool.h"
+#include "model/arch/llama.h"
+#include "model/model.h"
+#include "util/clock.h"
+#include "util/rng.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+struct EngineConfig {
+  int32_t block_size = 16;
+  int64_t num_blocks = 0;       // > 0: exactly this many blocks
+  uint64_t kv_cache_bytes = 0;  // with num_blocks 0: blocks that fit this budget (0: kDefaultKvCacheBytes)
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int64_t max_model_len = 0;      // tokens per sequence, prompt included (0: the model's training context)
+  int32_t watermark_blocks = -1;  // -1: 1% of the pool
+  int num_threads = 0;            // 0: ThreadPool::default_num_threads()
+  uint64_t seed = 0;              // seeds the requests that bring none
+  std::string model_id;           // prefix-cache namespace of these weights
+  AttentionImpl attention = AttentionImpl::kFused;
+  Clock* clock = nullptr;  // LRU clock; nullptr: a steady clock
+};
+
+constexpr uint64_t kDefaultKvCacheBytes = uint64_t{1} << 30;
+
+struct EngineStats {
+  BlockManagerStats blocks;
+  int32_t block_size = 0;
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int32_t peak_used_blocks = 0;
+  int64_t prompt_tokens_computed = 0;  // prefill tokens actually run (prefix hits and recomputes excluded/included)
+  int64_t generated_tokens = 0;
+  int64_t requests_finished = 0;
+};
+
+struct RequestState {
+  GenerationRequest request;
+  std::shared_ptr<RequestStream> stream;
+  CacheNamespace ns;
+  uint64_t arrival = 0;
+  uint64_t base_seed = 0;
+  bool forked = false;
+  bool done = false;  // every choice finished
+  int32_t open = 0;   // choices not finished
+  std::vector<std::unique_ptr<Sequence>> seqs;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const Model& model, const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. The request is validated on the engine side; a bad one gets a stream holding one error event.
+  std::shared_ptr<RequestStream> submit(GenerationRequest request);
+
+  // Runs steps on a background thread until stop() (or destruction).
+  void start();
+  void stop();
+
+  // Manual driving, for tests and offline tools (not while the background thread runs): one step; false when
+  // there was nothing to do.
+  bool step();
+  void run_until_idle();
+
+  EngineStats stats() const;  // thread-safe snapshot, refreshed after every step
+  const KvPoolShape& pool_shape() const { return kv_->shape(); }
+  const EngineConfig& config() const { return config_; }
+  std::string describe() const;  // the start-up report
+
+ private:
+  Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv);
+
+  void wake();
+  void take_inbox();
+  void admit_request(std::unique_ptr<RequestState> rs);
+  void process_cancellations();
+  void run_batch(const SchedulerStep& sched);
+  void sample_and_emit(Sequence& s, std::span<const float> logits);
+  void fork_choices(Sequence& parent);
+  void finish(Sequence& s, FinishReason reason, const std::string& error = {});
+  void fail_request(std::unique_ptr<RequestState> rs, const std::string& error);
+  void finish_all(FinishReason reason, const std::string& error);
+  void release_finished_requests();
+  void refresh_stats();
+  bool has_work() const;
+
+  const Model& model_;
+  EngineConfig config_;
+  std::unique_ptr<KvPool> kv_;
+  std::unique_ptr<SteadyClock> own_clock_;
+  std::unique_ptr<BlockManager> blocks_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ThreadPool> pool_;
+  LlamaWorkspace ws_;
+  std::vector<float> logits_;
+  Rng seed_rng_;
+  int64_t max_model_len_ = 0;
+  int64_t next_seq_id_ = 1;
+  uint64_t next_arrival_ = 1;
+  std::list<std::unique_ptr<RequestState>> active_;
+
+  // Step counters (engine thread only); published through stats_.
+  int64_t steps_ = 0;
+  int32_t peak_used_blocks_ = 0;
+  int64_t prompt_tokens_computed_ = 0;
+  int64_t generated_tokens_ = 0;
+  int64_t requests_finished_ = 0;
+
+  // Batch buffers, reused every step.
+  std::vector<int32_t> b_tokens_, b_positions_, b_cu_, b_kv_lens_, b_table_, b_logit_rows_;
+  std::vector<int64_t> b_slots_;
+  std::vector<Sequence*> b_logit_seqs_;
+
+  mutable std::mutex mu_;  // guards inbox_, wake_pending_, stop_, stats_
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<RequestState>> inbox_;
+  bool wake_pending_ = false;
+  bool stop_ = false;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,47 @@
+// What a caller submits to the engine and what comes back on the request's stream.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace pagoda {
+
+struct GenerationRequest {
+  std::string id;                 // the caller's id, echoed in outputs
+  std::vector<int32_t> prompt;    // token ids (already tokenized, BOS included when the model wants one)
+  int64_t max_tokens = 16;        // new tokens per choice
+  SamplingParams sampling;        // its seed is ignored: see `seed`
+  std::optional<uint64_t> seed;   // per-request seed; unset = drawn from the engine's seed sequence
+  std::vector<std::string> stop;  // stop strings: generation ends before the first occurrence in the text
+  bool ignore_eos = false;
+  int32_t n = 1;               // choices, forked from one prefill and sharing the prompt's blocks
+  int32_t logprobs = -1;       // -1: none; k >= 0: the chosen token's logprob and the top k alternatives
+  int32_t priority = 0;        // lower runs first; equal priorities are first-come-first-served
+  std::string cache_salt;      // separates prefix-cache namespaces between tenants
+  bool return_logits = false;  // attach each sampled position's raw logits to its event (tests, debugging)
+};
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason r);
+
+// One event of one choice: a sampled token, or the end of the choice.
+struct StreamEvent {
+  enum class Kind { kToken, kFinished };
+  Kind kind = Kind::kToken;
+  int32_t index = 0;  // choice index, 0 .. n-1
+  // kToken
+  int32_t token = -1;
+  std::string text;  // text that became final with this token (may be empty; stop-string prefixes are held back)
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top_logprobs;
+  std::vector<float> logits;  // raw logits behind this token, only with return_logits
+  // kFinished
+  FinishReason finish = FinishReason::kNone;
+  std::string error;  // with kError
+};
+
+}  // namespace pagoda

@@ -1,0 +1,52 @@
+#include "engine/request_stream.h"
+
+namespace pagoda {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "none";
+}
+
+bool RequestStream::next(StreamEvent* event) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !events_.empty() || open_choices_ == 0; });
+  if (events_.empty()) return false;
+  *event = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+bool RequestStream::try_next(StreamEvent* event) {
+  std::lock_guard lock(mu_);
+  if (events_.empty()) return false;
+  *event = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+void RequestStream::cancel() {
+  cancel_.store(true, std::memory_order_release);
+  if (wake_) wake_();
+}
+
+bool RequestStream::finished() const {
+  std::lock_guard lock(mu_);
+  return open_choices_ == 0 && events_.empty();
+}
+
+void RequestStream::push(StreamEvent event) {
+  {
+    std::lock_guard lock(mu_);
+    if (event.kind == StreamEvent::Kind::kFinished && open_choices_ > 0) --open_choices_;
+    events_.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+}  // namespace pagoda

@@ -1,0 +1,50 @@
+// The engine's state of one sequence (one choice of one request): its tokens, how many have K/V in the pool,
+// and its sampling and text state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+#include "kv/block_key.h"
+#include "kv/block_types.h"
+#include "tokenizer/streaming_detokenizer.h"
+
+namespace pagoda {
+
+struct RequestState;
+
+struct Sequence {
+  enum class State { kWaiting, kRunning, kFinished };
+
+  Sequence(SeqId id, RequestState* request, int32_t index, const SamplingParams& sampling, const Tokenizer& tok,
+           std::vector<std::string> stops)
+      : id(id), request(request), index(index), sampler(sampling), detokenizer(tok), stop(std::move(stops)) {}
+
+  SeqId id;
+  RequestState* request;  // owner
+  int32_t index;          // choice index within the request
+  State state = State::kWaiting;
+
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int64_t prompt_len = 0;
+  int64_t num_computed = 0;  // leading tokens whose K/V are in the pool
+  int32_t priority = 0;
+  uint64_t arrival = 0;         // first-come-first-served order of the request
+  uint64_t admitted = 0;        // order of the latest admission; preemption picks the largest
+  uint64_t scheduled_step = 0;  // the step that last scheduled this sequence
+  const CacheNamespace* ns = nullptr;
+  bool text_done = false;  // all text emitted (a stop string matched, or finished)
+
+  Sampler sampler;
+  StreamingDetokenizer detokenizer;
+  StopMatcher stop;
+
+  int64_t num_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  // Tokens still to be computed before the next sample (1 for a decode, more while prefilling).
+  int64_t num_pending() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
+};
+
+}  // namespace pagoda
