@@ -95,6 +95,8 @@ class Engine {
   void run_until_idle();
 
   EngineStats stats() const;  // thread-safe snapshot, refreshed after every step
+  // The block manager's structural invariants (tests; engine thread or stopped engine only).
+  Status check_invariants() const { return blocks_->check_invariants(); }
   const KvPoolShape& pool_shape() const { return kv_->shape(); }
   const EngineConfig& config() const { return config_; }
   std::string describe() const;  // the start-up report

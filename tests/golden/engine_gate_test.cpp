@@ -1,0 +1,284 @@
+// Gate 0 of the paged engine: many concurrent requests - mixed lengths, shared prefixes, staggered arrival,
+// cancellations, chunked prefill, preemption, block sizes 1 / 16 / 32 - produce greedy tokens, and logits
+// behind them, bitwise identical to running each request alone through the single-sequence path.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "engine/engine.h"
+#include "engine/sequence_runner.h"
+#include "model/model.h"
+#include "util/rng.h"
+
+namespace pagoda {
+namespace {
+
+const std::string kShared = PAGODA_SHARED_DIR;
+
+struct Reference {
+  std::vector<int32_t> ids;
+  std::vector<std::vector<float>> logits;  // [step][n_vocab]
+};
+
+struct Collected {
+  std::vector<int32_t> ids;
+  std::vector<std::vector<float>> logits;
+  FinishReason finish = FinishReason::kNone;
+  std::string error;
+};
+
+class EngineGate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto m = Model::load(kShared + "/models/stories260K.gguf");
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    model_ = std::move(*m).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+
+  // 20 requests: a BOS, then either a shared 48-token prefix or not, then a random tail; 3 to ~150 tokens.
+  static std::vector<GenerationRequest> make_requests(uint64_t seed) {
+    Rng rng(seed);
+    auto random_token = [&] { return static_cast<int32_t>(3 + rng.next_u64() % 509); };
+    std::vector<int32_t> shared_prefix;
+    for (int i = 0; i < 48; ++i) shared_prefix.push_back(random_token());
+    std::vector<GenerationRequest> out;
+    for (int i = 0; i < 20; ++i) {
+      GenerationRequest r;
+      r.id = std::to_string(i);
+      r.prompt.push_back(1);
+      if (i % 3 == 0) r.prompt.insert(r.prompt.end(), shared_prefix.begin(), shared_prefix.end());
+      const int tail = (i % 4 == 1) ? 2 + static_cast<int>(rng.next_u64() % 6) : static_cast<int>(rng.next_u64() % 100);
+      for (int t = 0; t < tail; ++t) r.prompt.push_back(random_token());
+      r.max_tokens = 5 + static_cast<int64_t>(rng.next_u64() % 40);
+      r.sampling.temperature = 0.0f;
+      r.return_logits = true;
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  static Reference run_alone(const GenerationRequest& r) {
+    ThreadPool pool(2);
+    SequenceRunner runner(*model_, pool, 512);
+    Reference ref;
+    auto logits = runner.eval(r.prompt);
+    EXPECT_TRUE(logits.ok());
+    for (int64_t i = 0; i < r.max_tokens; ++i) {
+      const int32_t next = Sampler::argmax(*logits);
+      ref.ids.push_back(next);
+      ref.logits.emplace_back(logits->begin(), logits->end());
+      if (model_->tokenizer().is_end_of_generation(next)) break;
+      logits = runner.eval(std::span<const int32_t>(&next, 1));
+      EXPECT_TRUE(logits.ok());
+    }
+    return ref;
+  }
+
+  static void drain(RequestStream& stream, Collected& c) {
+    StreamEvent ev;
+    while (stream.try_next(&ev)) {
+      if (ev.kind == StreamEvent::Kind::kFinished) {
+        c.finish = ev.finish;
+        c.error = ev.error;
+      } else {
+        c.ids.push_back(ev.token);
+        c.logits.push_back(std::move(ev.logits));
+      }
+    }
+  }
+
+  // Runs the requests with staggered arrival and two cancellations; checks the block manager after every step.
+  static std::vector<Collected> run_engine(const EngineConfig& config, const std::vector<GenerationRequest>& reqs,
+                                           EngineStats* stats_out) {
+    auto engine = Engine::create(*model_, config);
+    EXPECT_TRUE(engine.ok()) << (engine.ok() ? "" : engine.error().message);
+    if (!engine.ok()) return {};
+    Engine& e = **engine;
+    std::vector<std::shared_ptr<RequestStream>> streams(reqs.size());
+    std::vector<Collected> got(reqs.size());
+    size_t submitted = 0;
+    auto submit_until = [&](size_t n) {
+      for (; submitted < n && submitted < reqs.size(); ++submitted) streams[submitted] = e.submit(reqs[submitted]);
+    };
+    submit_until(8);
+    for (int step = 0;; ++step) {
+      if (step == 3) submit_until(14);
+      if (step == 7) submit_until(reqs.size());
+      if (step == 5) streams[2]->cancel();
+      if (step == 12) streams[11]->cancel();
+      const bool worked = e.step();
+      Status inv = e.check_invariants();
+      EXPECT_TRUE(inv.ok()) << "after step " << step << ": " << (inv.ok() ? "" : inv.error().message);
+      for (size_t i = 0; i < submitted; ++i) drain(*streams[i], got[i]);
+      if (!worked && submitted == reqs.size()) break;
+      if (step > 100000) {
+        ADD_FAILURE() << "engine did not finish";
+        break;
+      }
+    }
+    *stats_out = e.stats();
+    return got;
+  }
+
+  static void expect_matches_reference(const std::vector<GenerationRequest>& reqs, const std::vector<Collected>& got) {
+    const size_t n_vocab = model_->hparams().n_vocab;
+    int completed = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const Reference ref = run_alone(reqs[i]);
+      const Collected& c = got[i];
+      ASSERT_NE(c.finish, FinishReason::kError) << "request " << i << ": " << c.error;
+      ASSERT_NE(c.finish, FinishReason::kNone) << "request " << i << " never finished";
+      if (c.finish == FinishReason::kCancelled) {
+        ASSERT_LE(c.ids.size(), ref.ids.size()) << "request " << i;
+      } else {
+        ++completed;
+        ASSERT_EQ(c.ids, ref.ids) << "request " << i;
+      }
+      for (size_t s = 0; s < c.ids.size(); ++s) {
+        ASSERT_EQ(c.ids[s], ref.ids[s]) << "request " << i << " step " << s;
+        ASSERT_EQ(c.logits[s].size(), n_vocab);
+        ASSERT_EQ(0, std::memcmp(c.logits[s].data(), ref.logits[s].data(), n_vocab * sizeof(float)))
+            << "request " << i << " step " << s << ": logits differ from the single-sequence path";
+      }
+    }
+    EXPECT_GE(completed, 18);
+  }
+
+  static Model* model_;
+};
+Model* EngineGate::model_ = nullptr;
+
+EngineConfig gate_config(int32_t block_size, int64_t num_blocks) {
+  EngineConfig c;
+  c.block_size = block_size;
+  c.num_blocks = num_blocks;
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 64;  // long prompts are prefilled in several chunks
+  c.num_threads = 2;
+  c.watermark_blocks = 0;
+  c.model_id = "stories260K";
+  return c;
+}
+
+class EngineGateBlockSize : public EngineGate, public ::testing::WithParamInterface<int32_t> {};
+
+TEST_P(EngineGateBlockSize, ConcurrentRequestsMatchSingleSequenceBitwise) {
+  const int32_t bs = GetParam();
+  const auto reqs = make_requests(100 + bs);
+  EngineStats st;
+  const auto got = run_engine(gate_config(bs, 8192 / bs), reqs, &st);
+  expect_matches_reference(reqs, got);
+  EXPECT_EQ(st.blocks.used_blocks, 0) << "every block is released once all requests end";
+  EXPECT_EQ(st.running + st.waiting, 0);
+  if (bs < 48) EXPECT_GT(st.blocks.prefix_hit_tokens, 0) << "the shared prefix is served from the cache";
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockSizes, EngineGateBlockSize, ::testing::Values(1, 16, 32));
+
+TEST_F(EngineGate, SmallPoolPreemptsRepeatedlyAndStillMatches) {
+  for (int32_t bs : {1, 16}) {
+    const auto reqs = make_requests(7 + bs);
+    EngineStats st;
+    // Room for ~3 of the longest sequences at once: running decodes keep evicting each other.
+    const int64_t blocks = (bs == 1) ? 600 : 40;
+    const auto got = run_engine(gate_config(bs, blocks), reqs, &st);
+    expect_matches_reference(reqs, got);
+    EXPECT_GE(st.preemptions, 3) << "block size " << bs;
+    EXPECT_EQ(st.blocks.used_blocks, 0);
+  }
+}
+
+TEST_F(EngineGate, ForkedChoicesShareThePromptAndMatch) {
+  auto reqs = make_requests(3);
+  GenerationRequest r = reqs[4];
+  r.n = 3;
+  EngineConfig c = gate_config(16, 256);
+  auto engine = Engine::create(*model_, c);
+  ASSERT_TRUE(engine.ok());
+  auto stream = (*engine)->submit(r);
+  int32_t peak_running = 0;
+  while ((*engine)->step()) {
+    peak_running = std::max(peak_running, (*engine)->stats().running);
+    ASSERT_TRUE((*engine)->check_invariants().ok());
+  }
+  EXPECT_EQ(peak_running, 3) << "the prompt is prefilled once, then forked into 3 running choices";
+  EXPECT_EQ((*engine)->stats().prompt_tokens_computed, static_cast<int64_t>(r.prompt.size()));
+  std::vector<Collected> choices(3);
+  StreamEvent ev;
+  while (stream->try_next(&ev)) {
+    if (ev.kind == StreamEvent::Kind::kFinished)
+      choices[ev.index].finish = ev.finish;
+    else
+      choices[ev.index].ids.push_back(ev.token);
+  }
+  const Reference ref = run_alone(r);
+  for (const auto& ch : choices) {
+    EXPECT_EQ(ch.ids, ref.ids);
+    EXPECT_NE(ch.finish, FinishReason::kNone);
+  }
+  EXPECT_TRUE((*engine)->check_invariants().ok());
+  EXPECT_EQ((*engine)->stats().blocks.used_blocks, 0);
+}
+
+TEST_F(EngineGate, SeededSamplingIgnoresTheRestOfTheBatch) {
+  GenerationRequest r;
+  r.id = "sampled";
+  r.prompt = {1, 403, 407, 261, 378};
+  r.max_tokens = 40;
+  r.sampling.temperature = 0.9f;
+  r.sampling.top_k = 0;
+  r.sampling.top_p = 1.0f;
+  r.seed = 11;
+  r.ignore_eos = true;
+  auto ids_of = [](RequestStream& s) {
+    std::vector<int32_t> ids;
+    StreamEvent ev;
+    while (s.try_next(&ev))
+      if (ev.kind == StreamEvent::Kind::kToken) ids.push_back(ev.token);
+    return ids;
+  };
+  auto alone = Engine::create(*model_, gate_config(16, 512));
+  ASSERT_TRUE(alone.ok());
+  auto s1 = (*alone)->submit(r);
+  (*alone)->run_until_idle();
+  auto busy = Engine::create(*model_, gate_config(16, 512));
+  ASSERT_TRUE(busy.ok());
+  auto others = make_requests(5);
+  for (size_t i = 0; i < 6; ++i) (*busy)->submit(others[i]);
+  auto s2 = (*busy)->submit(r);
+  (*busy)->run_until_idle();
+  const auto a = ids_of(*s1), b = ids_of(*s2);
+  EXPECT_EQ(a.size(), 40u);
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(EngineGate, RequestThatCanNeverFitFailsAndOthersComplete) {
+  EngineConfig c = gate_config(16, 8);  // 128 tokens
+  auto engine = Engine::create(*model_, c);
+  ASSERT_TRUE(engine.ok());
+  GenerationRequest big;
+  big.prompt.assign(200, 300);
+  big.prompt[0] = 1;
+  GenerationRequest small;
+  small.prompt = {1, 403, 407};
+  small.max_tokens = 4;
+  small.sampling.temperature = 0.0f;
+  auto sb = (*engine)->submit(big);
+  auto ss = (*engine)->submit(small);
+  (*engine)->run_until_idle();
+  Collected cb, cs;
+  drain(*sb, cb);
+  drain(*ss, cs);
+  EXPECT_EQ(cb.finish, FinishReason::kError);
+  EXPECT_NE(cb.error.find("KV pool"), std::string::npos) << cb.error;
+  EXPECT_EQ(cs.finish, FinishReason::kLength);
+  EXPECT_EQ(cs.ids.size(), 4u);
+}
+
+}  // namespace
+}  // namespace pagoda
