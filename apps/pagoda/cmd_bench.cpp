@@ -1,13 +1,21 @@
 // pagoda bench MODEL.gguf [-p 128] [-n 64] [--threads T] [--reps R] [--format json]
+//                         [--concurrency C [engine flags]] [--cached-prefix K] [--attention fused|reference]
 // Like llama-bench's pp/tg: prefill speed for a P-token prompt, decode speed over N tokens, each the
 // median of R repetitions after one warm-up run.
+//   --concurrency C: C sequences with distinct P-token prompts generate N tokens each, together through the
+//     engine; aggregate prefill tok/s (all prompts until every sequence has its first token) and aggregate decode
+//     tok/s (the remaining N - 1 tokens of every sequence over the time they took), as llama-batched-bench does.
+//   --cached-prefix K: time to first token of a P-token request whose first K tokens are in the prefix cache,
+//     against the same request cold.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
 #include "commands.h"
+#include "engine/engine.h"
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
+#include "engine_flags.h"
 #include "kernels/cpu/matmul.h"
 #include "model/model.h"
 #include "util/rng.h"
@@ -23,6 +31,10 @@ struct BenchOptions {
   int threads = 1;
   std::string format = "text";
   std::string isa = "auto";
+  int32_t concurrency = 0;
+  int64_t cached_prefix = 0;
+  std::string attention = "fused";
+  EngineFlags engine;
 };
 
 double median(std::vector<double> v) {
@@ -31,12 +43,165 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+using BenchClock = std::chrono::steady_clock;
+
+double seconds_between(BenchClock::time_point a, BenchClock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::vector<int32_t> random_prompt(Rng& rng, int64_t n, int32_t n_vocab) {
+  std::vector<int32_t> prompt(n);
+  for (auto& id : prompt) id = static_cast<int32_t>(rng.next_u64() % n_vocab);
+  return prompt;
+}
+
+Result<std::unique_ptr<Engine>> make_engine(const Model& m, const BenchOptions& o) {
+  auto config = engine_config(o.engine, o.model_path);
+  if (!config.ok()) return config.error();
+  config->num_threads = o.threads;
+  config->attention = o.attention == "reference" ? AttentionImpl::kReference : AttentionImpl::kFused;
+  return Engine::create(m, *config);
+}
+
+bool has_token(RequestStream& s, bool* finished) {
+  StreamEvent ev;
+  bool token = false;
+  while (s.try_next(&ev)) {
+    if (ev.kind == StreamEvent::Kind::kToken) token = true;
+    if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError && finished) *finished = true;
+  }
+  return token;
+}
+
+int run_concurrent(const Model& m, const BenchOptions& o) {
+  auto engine = make_engine(m, o);
+  if (!engine.ok()) return fail(engine.error().message);
+  Engine& e = **engine;
+  std::vector<double> prefill_rates, decode_rates;
+  Rng rng(1234);
+  for (int rep = 0; rep <= o.reps; ++rep) {
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    const auto t0 = BenchClock::now();
+    for (int32_t c = 0; c < o.concurrency; ++c) {
+      GenerationRequest r;
+      r.prompt = random_prompt(rng, o.n_prompt, m.hparams().n_vocab);  // distinct: no prefix-cache hits
+      r.max_tokens = std::max<int64_t>(o.n_gen, 1);
+      r.sampling.temperature = 0.0f;
+      r.ignore_eos = true;
+      streams.push_back(e.submit(std::move(r)));
+    }
+    std::vector<bool> first(streams.size(), false);
+    size_t with_first = 0;
+    BenchClock::time_point t1{};
+    bool failed = false;
+    while (e.step()) {
+      for (size_t i = 0; i < streams.size(); ++i)
+        if (has_token(*streams[i], &failed) && !first[i]) {
+          first[i] = true;
+          if (++with_first == streams.size()) t1 = BenchClock::now();
+        }
+    }
+    const auto t2 = BenchClock::now();
+    if (failed || with_first != streams.size()) return fail("a benchmark request failed (is the KV pool too small?)");
+    if (rep == 0) continue;
+    prefill_rates.push_back(static_cast<double>(o.concurrency) * o.n_prompt / seconds_between(t0, t1));
+    if (o.n_gen > 1)
+      decode_rates.push_back(static_cast<double>(o.concurrency) * (o.n_gen - 1) / seconds_between(t1, t2));
+  }
+  const double pp = median(prefill_rates);
+  const double tg = decode_rates.empty() ? 0.0 : median(decode_rates);
+  const EngineStats st = e.stats();
+  if (o.format == "json") {
+    nlohmann::ordered_json out = {
+        {"model", o.model_path},         {"concurrency", o.concurrency}, {"prompt_tokens", o.n_prompt},
+        {"gen_tokens", o.n_gen},         {"threads", o.threads},         {"reps", o.reps},
+        {"isa", matmul_isa_name()},      {"attention", o.attention},     {"block_size", st.block_size},
+        {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg}};
+    std::printf("%s\n", json_line(out).c_str());
+  } else {
+    std::printf("model: %s, concurrency %d, threads: %d, isa: %s, attention: %s, reps: %d\n", o.model_path.c_str(),
+                o.concurrency, o.threads, matmul_isa_name(), o.attention.c_str(), o.reps);
+    std::printf("%s\n", e.describe().c_str());
+    std::printf("prefill %d x pp%lld: %10.1f tok/s (aggregate)\n", o.concurrency, (long long)o.n_prompt, pp);
+    std::printf("decode  %d x tg%lld: %10.1f tok/s (aggregate)\n", o.concurrency, (long long)o.n_gen, tg);
+  }
+  return 0;
+}
+
+// Time from submission to the first token of one request, stepping the engine on this thread.
+Result<double> time_to_first_token(Engine& e, GenerationRequest r) {
+  r.max_tokens = 1;
+  r.sampling.temperature = 0.0f;
+  const auto t0 = BenchClock::now();
+  auto stream = e.submit(std::move(r));
+  bool failed = false;
+  while (e.step()) {
+    if (has_token(*stream, &failed)) {
+      const double s = seconds_between(t0, BenchClock::now());
+      e.run_until_idle();
+      return s;
+    }
+  }
+  return make_error("the benchmark request failed (is the KV pool too small?)");
+}
+
+int run_prefix_cache(const Model& m, const BenchOptions& o) {
+  if (o.cached_prefix >= o.n_prompt) return fail("--cached-prefix must be smaller than -p");
+  auto engine = make_engine(m, o);
+  if (!engine.ok()) return fail(engine.error().message);
+  Engine& e = **engine;
+  Rng rng(99);
+  std::vector<double> cold, cached;
+  for (int rep = 0; rep <= o.reps; ++rep) {
+    GenerationRequest target;
+    target.prompt = random_prompt(rng, o.n_prompt, m.hparams().n_vocab);
+    // Cold: a namespace nothing has used.
+    target.cache_salt = "cold-" + std::to_string(rep);
+    auto t_cold = time_to_first_token(e, target);
+    if (!t_cold.ok()) return fail(t_cold.error().message);
+    // Cached: an earlier request with the same first K tokens (and a different tail) primes the cache.
+    GenerationRequest primer = target;
+    primer.cache_salt = "warm-" + std::to_string(rep);
+    auto tail = random_prompt(rng, o.n_prompt - o.cached_prefix, m.hparams().n_vocab);
+    std::copy(tail.begin(), tail.end(), primer.prompt.begin() + o.cached_prefix);
+    if (auto p = time_to_first_token(e, primer); !p.ok()) return fail(p.error().message);
+    target.cache_salt = primer.cache_salt;
+    auto t_cached = time_to_first_token(e, target);
+    if (!t_cached.ok()) return fail(t_cached.error().message);
+    if (rep == 0) continue;
+    cold.push_back(*t_cold * 1e3);
+    cached.push_back(*t_cached * 1e3);
+  }
+  const double c = median(cold), w = median(cached);
+  const EngineStats st = e.stats();
+  if (o.format == "json") {
+    nlohmann::ordered_json out = {{"model", o.model_path},
+                                  {"prompt_tokens", o.n_prompt},
+                                  {"cached_prefix_tokens", o.cached_prefix},
+                                  {"threads", o.threads},
+                                  {"reps", o.reps},
+                                  {"block_size", st.block_size},
+                                  {"ttft_cold_ms", c},
+                                  {"ttft_cached_ms", w},
+                                  {"cached_over_cold", w / c},
+                                  {"prefix_hit_tokens", st.blocks.prefix_hit_tokens}};
+    std::printf("%s\n", json_line(out).c_str());
+  } else {
+    std::printf("model: %s, prompt %lld tokens, first %lld cached, threads: %d, reps: %d\n", o.model_path.c_str(),
+                (long long)o.n_prompt, (long long)o.cached_prefix, o.threads, o.reps);
+    std::printf("time to first token: cold %.2f ms, cached prefix %.2f ms (%.1f%% of cold)\n", c, w, 100.0 * w / c);
+  }
+  return 0;
+}
+
 int run(const BenchOptions& o) {
   if (o.isa != "auto" && !kernels::force_matmul_isa(o.isa.c_str()))
     return fail("--isa " + o.isa + " is not supported by this CPU");
   auto model = Model::load(o.model_path);
   if (!model.ok()) return fail(model.error().message);
   const Model& m = **model;
+  if (o.concurrency > 0) return run_concurrent(m, o);
+  if (o.cached_prefix > 0) return run_prefix_cache(m, o);
   const int64_t n_ctx = o.n_prompt + o.n_gen;
   if (n_ctx > m.hparams().n_ctx_train)
     return fail("-p + -n = " + std::to_string(n_ctx) + " exceeds the model's context of " +
@@ -102,8 +267,20 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--isa", opts->isa, "Matmul kernel: auto (widest available), avx512, avx2, scalar")
       ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}));
-  add_threads_flag(*cmd, opts->threads);
-  cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
+  auto* conc = cmd->add_option("--concurrency", opts->concurrency,
+                               "Run C sequences together through the engine (aggregate tok/s)")
+                   ->check(CLI::Range(1, 4096));
+  cmd->add_option("--cached-prefix", opts->cached_prefix,
+                  "Time to first token with the first K prompt tokens cached, against cold")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->excludes(conc);
+  cmd->add_option("--attention", opts->attention, "Engine attention kernel: fused (default) or reference")
+      ->check(CLI::IsMember({"fused", "reference"}));
+  add_engine_flags(*cmd, opts->engine);
+  cmd->callback([opts, &action] {
+    opts->threads = opts->engine.threads;  // -t is registered with the engine flags
+    action = [opts] { return run(*opts); };
+  });
 }
 
 }  // namespace pagoda::cli

@@ -5,46 +5,23 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/dot.h"
+#include "kernels/cpu/paged_attention_impl.h"
 
 namespace pagoda {
 namespace {
 
-// One (query token, head) job of the batch.
-struct Job {
-  int32_t seq;
-  int32_t token;   // row in q / out
-  int32_t n_keys;  // keys this query attends to
-  int32_t head;
-};
-
-// Jobs for every (token, head) pair, longest first is not needed: they are dealt round-robin.
-void collect_jobs(const PagedAttentionArgs& a, std::vector<Job>& jobs) {
-  jobs.clear();
-  for (int32_t s = 0; s < a.num_seqs; ++s) {
-    const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
-    for (int32_t i = 0; i < q_len; ++i)
-      for (int32_t h = 0; h < a.n_heads; ++h) jobs.push_back({s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h});
-  }
-}
+using attention_impl::Job;
+using attention_impl::kv_row;
 
 template <typename Fn>
 void run_jobs(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
   thread_local std::vector<Job> jobs;
-  collect_jobs(a, jobs);
+  attention_impl::collect_jobs(a, jobs);
   const int nt = pool.num_threads();
   const std::vector<Job>& all = jobs;
-  // Round-robin: causal rows differ in length, so contiguous ranges would load the threads unevenly.
   pool.run([&](int tid) {
     for (size_t j = tid; j < all.size(); j += nt) fn(all[j]);
   });
-}
-
-// Address of the K (or V) row of logical position p of sequence s, kv head kvh.
-inline const float* kv_row(const PagedAttentionArgs& a, const float* cache, int32_t s, int32_t p, int32_t kvh) {
-  const int32_t block = a.block_table[static_cast<int64_t>(s) * a.max_blocks + p / a.block_size];
-  const int64_t slot = static_cast<int64_t>(block) * a.block_size + p % a.block_size;
-  return cache + (slot * a.n_kv_heads + kvh) * a.head_dim;
 }
 
 }  // namespace
@@ -83,42 +60,106 @@ void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool) {
   });
 }
 
+namespace {
+
+// The portable build of the fused kernel: the same operations as the SIMD builds, lane by lane.
+struct Portable {
+  struct V {
+    float l[16];
+  };
+  template <class F>
+  static V map(F f) {
+    V r;
+    for (int i = 0; i < 16; ++i) r.l[i] = f(i);
+    return r;
+  }
+  static V zero() { return set1(0.0f); }
+  static V set1(float f) {
+    return map([&](int) { return f; });
+  }
+  static V load(const float* p, int n) {
+    return map([&](int i) { return i < n ? p[i] : 0.0f; });
+  }
+  static void store(float* p, const V& v) { std::memcpy(p, v.l, sizeof v.l); }
+  static V add(const V& a, const V& b) {
+    return map([&](int i) { return a.l[i] + b.l[i]; });
+  }
+  static V sub(const V& a, const V& b) {
+    return map([&](int i) { return a.l[i] - b.l[i]; });
+  }
+  static V mul(const V& a, const V& b) {
+    return map([&](int i) { return a.l[i] * b.l[i]; });
+  }
+  // As the SIMD max/min: the second operand when either is NaN (inputs here are never NaN).
+  static V max(const V& a, const V& b) {
+    return map([&](int i) { return a.l[i] > b.l[i] ? a.l[i] : b.l[i]; });
+  }
+  static V min(const V& a, const V& b) {
+    return map([&](int i) { return a.l[i] < b.l[i] ? a.l[i] : b.l[i]; });
+  }
+  static V fma(const V& a, const V& b, const V& c) {
+    return map([&](int i) { return std::fma(a.l[i], b.l[i], c.l[i]); });
+  }
+  static V round_nearest(const V& v) {
+    return map([&](int i) { return std::nearbyint(v.l[i]); });
+  }
+  static V pow2i(const V& n) {
+    return map([&](int i) {
+      const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n.l[i]) + 127) << 23;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    });
+  }
+  static float reduce_sum(const V& v) {
+    float u[8], w4[4], w2[2];
+    for (int i = 0; i < 8; ++i) u[i] = v.l[i] + v.l[i + 8];
+    for (int i = 0; i < 4; ++i) w4[i] = u[i] + u[i + 4];
+    for (int i = 0; i < 2; ++i) w2[i] = w4[i] + w4[i + 2];
+    return w2[0] + w2[1];
+  }
+  static float reduce_max(const V& v) { return *std::max_element(v.l, v.l + 16); }
+};
+
+using KernelFn = void (*)(const PagedAttentionArgs&, ThreadPool&);
+
+bool cpu_supports(const char* isa) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (std::strcmp(isa, "avx512") == 0)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
+  if (std::strcmp(isa, "avx2") == 0) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return std::strcmp(isa, "portable") == 0;
+}
+
+KernelFn kernel_for(const char* isa) {
+  if (std::strcmp(isa, "avx512") == 0) return paged_attention_avx512;
+  if (std::strcmp(isa, "avx2") == 0) return paged_attention_avx2;
+  return paged_attention_portable;
+}
+
+KernelFn detect() {
+  for (const char* isa : {"avx512", "avx2"})
+    if (cpu_supports(isa)) return kernel_for(isa);
+  return paged_attention_portable;
+}
+
+}  // namespace
+
+void paged_attention_portable(const PagedAttentionArgs& a, ThreadPool& pool) {
+  attention_impl::paged_attention_with<Portable>(a, pool);
+}
+
+bool paged_attention_isa(const PagedAttentionArgs& a, ThreadPool& pool, const char* isa) {
+  if (!cpu_supports(isa)) return false;
+  kernel_for(isa)(a, pool);
+  return true;
+}
+
 void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool) {
-  const int32_t group = a.n_heads / a.n_kv_heads;
-  run_jobs(a, pool, [&](const Job& job) {
-    thread_local std::vector<float> acc;
-    const int32_t kvh = job.head / group;
-    const int32_t D = a.head_dim;
-    const float* q = a.q + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * D;
-    acc.assign(D, 0.0f);
-    float running_max = -INFINITY;
-    float running_sum = 0.0f;
-    float scores[kKeyTile];
-    for (int32_t t0 = 0; t0 < job.n_keys; t0 += kKeyTile) {
-      const int32_t n = std::min(kKeyTile, job.n_keys - t0);
-      // Scores of this tile of keys, read in place through the block table.
-      float tile_max = -INFINITY;
-      for (int32_t i = 0; i < n; ++i) {
-        scores[i] = dot_f32(q, kv_row(a, a.k_cache, job.seq, t0 + i, kvh), D) * a.scale;
-        tile_max = std::max(tile_max, scores[i]);
-      }
-      // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
-      const float new_max = std::max(running_max, tile_max);
-      const float correction = std::exp(running_max - new_max);  // 0 on the first tile
-      running_sum *= correction;
-      for (int32_t d = 0; d < D; ++d) acc[d] *= correction;
-      for (int32_t i = 0; i < n; ++i) {
-        const float w = std::exp(scores[i] - new_max);
-        running_sum += w;
-        const float* v = kv_row(a, a.v_cache, job.seq, t0 + i, kvh);
-        for (int32_t d = 0; d < D; ++d) acc[d] += w * v[d];
-      }
-      running_max = new_max;
-    }
-    float* out = a.out + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * D;
-    const float inv = 1.0f / running_sum;
-    for (int32_t d = 0; d < D; ++d) out[d] = acc[d] * inv;
-  });
+  static const KernelFn kernel = detect();
+  kernel(a, pool);
 }
 
 }  // namespace pagoda

@@ -40,6 +40,15 @@ struct PagedAttentionArgs {
 constexpr int32_t kKeyTile = 32;
 
 void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool);
+// The fused kernel, built for the widest ISA this CPU has (AVX-512, AVX2 + FMA, or portable C++). All builds give
+// bitwise identical results (same operations, explicit FMAs, no contraction). head_dim <= 256.
 void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool);
+// One build explicitly ("avx512", "avx2", "portable"); false (nothing run) when this CPU lacks it.
+bool paged_attention_isa(const PagedAttentionArgs& a, ThreadPool& pool, const char* isa);
+void paged_attention_avx512(const PagedAttentionArgs& a, ThreadPool& pool);
+void paged_attention_avx2(const PagedAttentionArgs& a, ThreadPool& pool);
+void paged_attention_portable(const PagedAttentionArgs& a, ThreadPool& pool);
+
+constexpr int32_t kMaxPagedHeadDim = 256;
 
 }  // namespace pagoda

@@ -33,6 +33,9 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
   const ModelWeights& w = model.weights();
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
   if (T == 0) return make_error("forward called with no tokens");
+  if (hp.head_dim > kMaxPagedHeadDim)
+    return make_error("head dimension " + std::to_string(hp.head_dim) + " is larger than the attention kernel's " +
+                      std::to_string(kMaxPagedHeadDim));
   if (batch.positions.size() != batch.tokens.size() || batch.slot_mapping.size() != batch.tokens.size())
     return make_error("forward batch: positions and slot_mapping must have one entry per token");
   const int32_t num_seqs = static_cast<int32_t>(batch.seq_lens_kv.size());

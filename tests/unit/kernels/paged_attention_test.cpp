@@ -126,6 +126,27 @@ TEST(PagedAttention, ReferenceMatchesTheContiguousSingleSequenceKernel) {
   for (size_t i = 0; i < paged.size(); ++i) ASSERT_NEAR(paged[i], contiguous[i], 2e-5f);
 }
 
+TEST(PagedAttention, EveryIsaBuildGivesTheSameBits) {
+  // Head dims 8 (one ragged vector), 64, 72 (ragged tail), 128; lengths crossing key tiles of 32.
+  for (int32_t hd : {8, 64, 72, 128}) {
+    const PagedBatch b = make_batch({{45, 45}, {70, 1}, {33, 6}, {1, 1}}, 16, 4, 2, hd, 5 + hd);
+    ThreadPool pool(2);
+    std::vector<float> portable(b.out_size());
+    ASSERT_TRUE(paged_attention_isa(b.args(portable.data()), pool, "portable"));
+    int compared = 0;
+    for (const char* isa : {"avx512", "avx2"}) {
+      std::vector<float> out(b.out_size(), -1.0f);
+      if (!paged_attention_isa(b.args(out.data()), pool, isa)) continue;  // this CPU lacks it
+      ++compared;
+      EXPECT_EQ(0, std::memcmp(portable.data(), out.data(), out.size() * 4)) << isa << " head_dim " << hd;
+    }
+    std::vector<float> ref(b.out_size());
+    paged_attention_reference(b.args(ref.data()), pool);
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(portable[i], ref[i], 2e-5f) << "head_dim " << hd;
+    RecordProperty("isa_builds_compared_hd" + std::to_string(hd), compared);
+  }
+}
+
 TEST(PagedAttention, FusedIsBitwiseInvariantToBlockSizeBatchAndThreads) {
   const std::vector<SeqSpec> specs = {{45, 45}, {70, 1}, {33, 6}};
   ThreadPool one(1), three(3);

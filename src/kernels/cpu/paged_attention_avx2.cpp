@@ -1,0 +1,61 @@
+// The fused paged-attention kernel for AVX2 + FMA (two ymm per 16 floats).
+#include <immintrin.h>
+
+#include "kernels/cpu/paged_attention_impl.h"
+
+namespace pagoda {
+namespace {
+
+struct Avx2 {
+  struct V {
+    __m256 lo, hi;  // lanes 0..7, 8..15
+  };
+  static __m256i mask8(int n) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
+  }
+  static V zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static V set1(float f) { return {_mm256_set1_ps(f), _mm256_set1_ps(f)}; }
+  static V load(const float* p, int n) {
+    if (n >= 16) return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+    return {_mm256_maskload_ps(p, mask8(n)), n > 8 ? _mm256_maskload_ps(p + 8, mask8(n - 8)) : _mm256_setzero_ps()};
+  }
+  static void store(float* p, V v) {
+    _mm256_storeu_ps(p, v.lo);
+    _mm256_storeu_ps(p + 8, v.hi);
+  }
+  static V add(V a, V b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+  static V sub(V a, V b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+  static V mul(V a, V b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+  static V max(V a, V b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+  static V min(V a, V b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
+  static V fma(V a, V b, V c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+  static V round_nearest(V v) {
+    constexpr int kMode = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    return {_mm256_round_ps(v.lo, kMode), _mm256_round_ps(v.hi, kMode)};
+  }
+  static __m256 pow2i8(__m256 n) {
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_castsi256_ps(e);
+  }
+  static V pow2i(V n) { return {pow2i8(n.lo), pow2i8(n.hi)}; }
+  static float reduce_sum(V v) {
+    const __m256 u = _mm256_add_ps(v.lo, v.hi);
+    const __m128 w4 = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+    const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
+    return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
+  }
+  static float reduce_max(V v) {
+    alignas(32) float l[16];
+    store(l, v);
+    return *std::max_element(l, l + 16);
+  }
+};
+
+}  // namespace
+
+void paged_attention_avx2(const PagedAttentionArgs& a, ThreadPool& pool) {
+  attention_impl::paged_attention_with<Avx2>(a, pool);
+}
+
+}  // namespace pagoda

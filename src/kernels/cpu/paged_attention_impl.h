@@ -1,0 +1,168 @@
+// The fused paged-attention kernel, generic over a "16 floats" vector type, so that the AVX-512, AVX2 and portable
+// builds run the same arithmetic and give the same bits (the sources are compiled with -ffp-contract=off; every
+// fused multiply-add is explicit).
+//
+// Isa provides a type V of 16 floats and:
+//   zero(), set1(f), load(p, n) (lanes >= n are 0), store(p, v), add, sub, mul, max, fma(a, b, c) = a * b + c
+//   (one rounding), round_nearest(v) (ties to even), pow2i(v) (2^v for integral v in [-126, 127]),
+//   reduce_sum(v) with the fixed tree below, reduce_max(v).
+// reduce_sum tree: u[i] = l[i] + l[i+8] (i < 8); v[i] = u[i] + u[i+4] (i < 4); w[i] = v[i] + v[i+2] (i < 2);
+// sum = w[0] + w[1].
+//
+// Per (query token, head) job: keys in logical order, in tiles of kKeyTile positions (never physical blocks), so
+// the result does not depend on the block size, the batch or the thread count.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/paged_attention.h"
+
+namespace pagoda::attention_impl {
+
+constexpr int kMaxHeadVecs = 16;  // head_dim <= 256
+
+struct Job {
+  int32_t seq;
+  int32_t token;   // row in q / out
+  int32_t n_keys;  // keys this query attends to
+  int32_t head;
+};
+
+inline void collect_jobs(const PagedAttentionArgs& a, std::vector<Job>& jobs) {
+  jobs.clear();
+  for (int32_t s = 0; s < a.num_seqs; ++s) {
+    const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
+    for (int32_t i = 0; i < q_len; ++i)
+      for (int32_t h = 0; h < a.n_heads; ++h) jobs.push_back({s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h});
+  }
+}
+
+// Address of the K (or V) row of logical position p of sequence s, kv head kvh.
+inline const float* kv_row(const PagedAttentionArgs& a, const float* cache, int32_t s, int32_t p, int32_t kvh) {
+  const int32_t block = a.block_table[static_cast<int64_t>(s) * a.max_blocks + p / a.block_size];
+  const int64_t slot = static_cast<int64_t>(block) * a.block_size + p % a.block_size;
+  return cache + (slot * a.n_kv_heads + kvh) * a.head_dim;
+}
+
+// e^x for x <= 88 (inputs below -87 are clamped there: results ~1e-38 instead of smaller). Cody-Waite range
+// reduction and a degree-5 polynomial (the Cephes expf coefficients); about 1 ulp.
+template <class Isa>
+inline typename Isa::V exp_approx(typename Isa::V x) {
+  using V = typename Isa::V;
+  x = Isa::max(x, Isa::set1(-87.0f));
+  x = Isa::min(x, Isa::set1(88.0f));
+  const V n = Isa::round_nearest(Isa::mul(x, Isa::set1(1.44269504088896341f)));
+  V r = Isa::fma(n, Isa::set1(-0.693359375f), x);
+  r = Isa::fma(n, Isa::set1(2.12194440e-4f), r);
+  V p = Isa::set1(1.9875691500e-4f);
+  p = Isa::fma(p, r, Isa::set1(1.3981999507e-3f));
+  p = Isa::fma(p, r, Isa::set1(8.3334519073e-3f));
+  p = Isa::fma(p, r, Isa::set1(4.1665795894e-2f));
+  p = Isa::fma(p, r, Isa::set1(1.6666665459e-1f));
+  p = Isa::fma(p, r, Isa::set1(5.0000001201e-1f));
+  V y = Isa::fma(p, Isa::mul(r, r), r);
+  y = Isa::add(y, Isa::set1(1.0f));
+  return Isa::mul(y, Isa::pow2i(n));
+}
+
+// kVecs > 0: head_dim == 16 * kVecs, known at compile time (full vectors, unrolled); 0: any head_dim.
+template <class Isa, int kVecs>
+void run_job(const PagedAttentionArgs& a, const Job& job) {
+  using V = typename Isa::V;
+  const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
+  const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
+  const int32_t kvh = job.head / (a.n_heads / a.n_kv_heads);
+  const float* q = a.q + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * D;
+  V qv[kMaxHeadVecs], acc[kMaxHeadVecs];
+  for (int j = 0; j < nv; ++j) {
+    qv[j] = Isa::load(q + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j)));
+    acc[j] = Isa::zero();
+  }
+  float running_max = -INFINITY;
+  float running_sum = 0.0f;
+  alignas(64) float scores[kKeyTile];
+  alignas(64) float weights[kKeyTile];
+  static_assert(kKeyTile == 32, "the tile is two vectors of 16");
+  const float* k_rows[kKeyTile];
+  const float* v_rows[kKeyTile];
+  const int32_t* table = a.block_table + static_cast<int64_t>(job.seq) * a.max_blocks;
+  const int64_t row_stride = static_cast<int64_t>(a.n_kv_heads) * D;  // floats from one slot to the next
+  const int64_t head_offset = static_cast<int64_t>(kvh) * D;
+  int32_t block_index = 0, offset = 0;  // logical position t0 + i = block_index * block_size + offset
+  for (int32_t t0 = 0; t0 < job.n_keys; t0 += kKeyTile) {
+    const int32_t n = std::min(kKeyTile, job.n_keys - t0);
+    // Row addresses of this tile, walking the block table (no division per key).
+    for (int32_t i = 0; i < n; ++i) {
+      const int64_t slot = static_cast<int64_t>(table[block_index]) * a.block_size + offset;
+      k_rows[i] = a.k_cache + slot * row_stride + head_offset;
+      v_rows[i] = a.v_cache + slot * row_stride + head_offset;
+      if (++offset == a.block_size) {
+        offset = 0;
+        ++block_index;
+      }
+    }
+    // Scores of this tile of keys, read in place through the block table.
+    for (int32_t i = 0; i < n; ++i) {
+      const float* k = k_rows[i];
+      V d = Isa::zero();
+      for (int j = 0; j < nv; ++j)
+        d = Isa::fma(qv[j], Isa::load(k + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
+      scores[i] = Isa::reduce_sum(d) * a.scale;
+    }
+    for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
+    const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
+    const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
+    // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
+    const float new_max = std::max(running_max, tile_max);
+    float correction_lanes[16];
+    Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(running_max - new_max)));
+    const float correction = running_max == -INFINITY ? 0.0f : correction_lanes[0];
+    const V m = Isa::set1(new_max);
+    Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
+    Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
+    for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
+    const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
+    running_sum = running_sum * correction + tile_sum;
+    const V c = Isa::set1(correction);
+    for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
+    for (int32_t i = 0; i < n; ++i) {
+      const float* v = v_rows[i];
+      const V w = Isa::set1(weights[i]);
+      for (int j = 0; j < nv; ++j)
+        acc[j] = Isa::fma(w, Isa::load(v + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
+    }
+    running_max = new_max;
+  }
+  float* out = a.out + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * D;
+  const V inv = Isa::set1(1.0f / running_sum);
+  alignas(64) float lanes[16];
+  for (int j = 0; j < nv; ++j) {
+    const int cnt = (kVecs > 0 ? 16 : std::min(16, D - 16 * j));
+    Isa::store(lanes, Isa::mul(acc[j], inv));
+    std::copy(lanes, lanes + cnt, out + 16 * j);
+  }
+}
+
+template <class Isa>
+void paged_attention_with(const PagedAttentionArgs& a, ThreadPool& pool) {
+  thread_local std::vector<Job> jobs;
+  collect_jobs(a, jobs);
+  const int nt = pool.num_threads();
+  const std::vector<Job>& all = jobs;
+  // Round-robin: causal rows differ in length, so contiguous ranges would load the threads unevenly.
+  auto run_all = [&](auto job_fn) {
+    pool.run([&](int tid) {
+      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j]);
+    });
+  };
+  switch (a.head_dim) {
+    case 64: return run_all(run_job<Isa, 4>);
+    case 128: return run_all(run_job<Isa, 8>);
+    default: return run_all(run_job<Isa, 0>);
+  }
+}
+
+}  // namespace pagoda::attention_impl
