@@ -18,10 +18,21 @@ Status SamplingParams::validate() const {
 }
 
 int32_t Sampler::argmax(std::span<const float> logits) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
-  return best;
+  // Two vectorisable passes: the maximum (16 independent running maxima), then its first index.
+  const size_t n = logits.size();
+  if (n == 0) return 0;
+  constexpr size_t kLanes = 16;
+  float lanes[kLanes];
+  for (size_t l = 0; l < kLanes; ++l) lanes[l] = logits[0];
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) lanes[l] = logits[i + l] > lanes[l] ? logits[i + l] : lanes[l];
+  float best = lanes[0];
+  for (size_t l = 1; l < kLanes; ++l) best = lanes[l] > best ? lanes[l] : best;
+  for (; i < n; ++i) best = logits[i] > best ? logits[i] : best;
+  for (size_t j = 0; j < n; ++j)
+    if (logits[j] == best) return static_cast<int32_t>(j);
+  return 0;  // only NaN everywhere
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt,

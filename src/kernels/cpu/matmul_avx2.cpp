@@ -16,6 +16,8 @@ struct Avx2 {
   static constexpr int kLanes = 8;
   static constexpr int kTileTokens = 4;
   static constexpr int kTileRows = 3;
+  static constexpr int kSmallTileTokens = 4;
+  static constexpr int kSmallTileRows = 3;
   static constexpr int kDecodeTileRows = 6;
 
   static Vec zero() { return _mm256_setzero_ps(); }

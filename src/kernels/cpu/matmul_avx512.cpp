@@ -1,4 +1,4 @@
-// AVX-512 matmul: 16-lane vectors; batched tiles of 4 tokens x 4 rows, decode tiles of 1 x 8 (see matmul_tiles.h).
+// AVX-512 matmul: 16-lane vectors; tiles of 6 tokens x 4 rows (prefill), 4 x 6 (small batches), 1 x 8 (decode).
 //
 // GCC 12's own avx512fintrin.h trips -Wuninitialized through _mm512_undefined_* (GCC bug 105593, fixed in
 // GCC 13); the warning is about the compiler's header, not this code.
@@ -17,8 +17,10 @@ namespace {
 struct Avx512 {
   using Vec = __m512;
   static constexpr int kLanes = 16;
-  static constexpr int kTileTokens = 4;
+  static constexpr int kTileTokens = 6;  // prefill: 6 x 4
   static constexpr int kTileRows = 4;
+  static constexpr int kSmallTileTokens = 4;  // small batches: 4 x 6 (16 tokens = 4 full tiles)
+  static constexpr int kSmallTileRows = 6;
   static constexpr int kDecodeTileRows = 8;
 
   static __mmask16 mask(int n) { return n == kLanes ? 0xffff : static_cast<__mmask16>((1u << n) - 1); }

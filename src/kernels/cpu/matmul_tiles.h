@@ -5,7 +5,8 @@
 // Isa provides:
 //   using Vec;                              // kLanes floats
 //   static constexpr int kLanes;
-//   static constexpr int kTileTokens, kTileRows, kDecodeTileRows;
+//   static constexpr int kTileTokens, kTileRows, kDecodeTileRows;   // prefill tiles, decode tile height
+//   static constexpr int kSmallTileTokens, kSmallTileRows;          // tiles for small batches (< kSmallBatch)
 //   static Vec zero();
 //   static Vec load_x(const float* p, int n);              // n valid lanes (n == kLanes: full), rest zero
 //   template <GgmlType T> static Vec load_w(const uint8_t* row, int64_t k, int n);  // elements k..k+n of a row
@@ -66,14 +67,34 @@ template <class Isa, GgmlType kType, int kTokens, int... kRowsMinus1>
 constexpr std::array<TileFn, sizeof...(kRowsMinus1)> row_table(std::integer_sequence<int, kRowsMinus1...>) {
   return {&tile<Isa, kType, kTokens, kRowsMinus1 + 1>...};
 }
-template <class Isa, GgmlType kType, int... kTokensMinus1>
+template <class Isa, GgmlType kType, int kMaxRows, int... kTokensMinus1>
 constexpr auto tile_table(std::integer_sequence<int, kTokensMinus1...>) {
-  return std::array{row_table<Isa, kType, kTokensMinus1 + 1>(std::make_integer_sequence<int, Isa::kTileRows>{})...};
+  return std::array{row_table<Isa, kType, kTokensMinus1 + 1>(std::make_integer_sequence<int, kMaxRows>{})...};
 }
-template <class Isa, GgmlType kType>
-constexpr auto kTiles = tile_table<Isa, kType>(std::make_integer_sequence<int, Isa::kTileTokens>{});
+template <class Isa, GgmlType kType, int kMaxTokens, int kMaxRows>
+constexpr auto kTiles = tile_table<Isa, kType, kMaxRows>(std::make_integer_sequence<int, kMaxTokens>{});
 template <class Isa, GgmlType kType>
 constexpr auto kDecodeTiles = row_table<Isa, kType, 1>(std::make_integer_sequence<int, Isa::kDecodeTileRows>{});
+
+// Batches below this many tokens (decode steps of a few dozen sequences) use the small-batch tile shape.
+constexpr int64_t kSmallBatch = 48;
+
+template <class Isa, GgmlType kType, int kTileTokens, int kTileRows>
+void tiled_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
+                int64_t row_end) {
+  const int64_t K = w.cols;
+  for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenChunk) {
+    const int64_t t_end = t0 + kTokenChunk < num_tokens ? t0 + kTokenChunk : num_tokens;
+    for (int64_t r = row_begin; r < row_end; r += kTileRows) {
+      const int64_t rows = row_end - r < kTileRows ? row_end - r : kTileRows;
+      for (int64_t t = t0; t < t_end; t += kTileTokens) {
+        const int64_t tokens = t_end - t < kTileTokens ? t_end - t : kTileTokens;
+        kTiles<Isa, kType, kTileTokens, kTileRows>[tokens - 1][rows - 1](w.row(r), w.row_bytes, x + t * K, K,
+                                                                         y + t * w.rows + r, w.rows);
+      }
+    }
+  }
+}
 
 // Rows [row_begin, row_end) of y = x W^T for all tokens.
 template <class Isa, GgmlType kType>
@@ -88,16 +109,10 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, floa
     }
     return;
   }
-  for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenChunk) {
-    const int64_t t_end = t0 + kTokenChunk < num_tokens ? t0 + kTokenChunk : num_tokens;
-    for (int64_t r = row_begin; r < row_end; r += Isa::kTileRows) {
-      const int64_t rows = row_end - r < Isa::kTileRows ? row_end - r : Isa::kTileRows;
-      for (int64_t t = t0; t < t_end; t += Isa::kTileTokens) {
-        const int64_t tokens = t_end - t < Isa::kTileTokens ? t_end - t : Isa::kTileTokens;
-        kTiles<Isa, kType>[tokens - 1][rows - 1](w.row(r), w.row_bytes, x + t * K, K, y + t * w.rows + r, w.rows);
-      }
-    }
-  }
+  // Any tile shape gives the same bits (one accumulator per output element); the shape is only about speed.
+  if (num_tokens < kSmallBatch)
+    return tiled_rows<Isa, kType, Isa::kSmallTileTokens, Isa::kSmallTileRows>(w, x, num_tokens, y, row_begin, row_end);
+  tiled_rows<Isa, kType, Isa::kTileTokens, Isa::kTileRows>(w, x, num_tokens, y, row_begin, row_end);
 }
 
 // Dispatches on the weight type; types without a SIMD path fall back to `fallback`.
