@@ -76,9 +76,9 @@ int run_batch(const BatchOptions& o) {
   config->seed = o.seed;
   auto engine = Engine::create(m, *config);
   if (!engine.ok()) return fail(engine.error().message);
-  std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
   std::FILE* out = std::fopen(o.output_path.c_str(), "wb");
   if (!out) return fail("cannot open --output file '" + o.output_path + "' for writing");
+  std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
 
   // Read and submit everything first: the engine sees all requests at once.
   std::vector<Pending> pending;

@@ -80,5 +80,38 @@ expect_error "bad synth shape" "multiple of --heads" -- synth --dim 65 --layers 
 expect_error "bench context" "exceeds the model's context" -- bench "$model" -p 100000 -n 1
 expect_error "vocab-only model" "tensor 'token_embd.weight' is missing" -- run "$shared/vocab/ggml-vocab-llama-spm.gguf" -p hi
 
+# --- batch
+cat >"$tmp/req.jsonl" <<'JSONL'
+{"id": "a", "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}
+not json
+{"id": 3, "prompt": "x", "temprature": 1}
+
+{"id": "long", "prompt_ids": [1, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300, 300], "max_tokens": 2}
+{"id": "b", "prompt": "Lily", "max_tokens": 4, "temperature": 0.7, "seed": 1, "n": 2, "stop": "zzz"}
+JSONL
+timeout 60 "$pagoda" batch "$model" --input "$tmp/req.jsonl" --output "$tmp/res.jsonl" --num-blocks 2 --block-size 16 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && ok || bad "batch exit code $rc: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/res.jsonl")" -eq 5 ] && ok || bad "batch: $(wc -l <"$tmp/res.jsonl") result lines, want 5"
+sed -n 1p "$tmp/res.jsonl" | grep -qE '^\{"id":"a","prompt_ids":\[1,403,407,261,378\],"ids":\[432,383,286,261,376,298,315,421\],"text":", there was a little girl[^"]*","finish_reason":"length"\}$' && ok || bad "batch line 1: $(sed -n 1p "$tmp/res.jsonl")"
+sed -n 2p "$tmp/res.jsonl" | grep -q '"error":"line 2 is not valid JSON"' && ok || bad "batch line 2: $(sed -n 2p "$tmp/res.jsonl")"
+sed -n 3p "$tmp/res.jsonl" | grep -q "unknown field 'temprature'" && ok || bad "batch line 3: $(sed -n 3p "$tmp/res.jsonl")"
+sed -n 4p "$tmp/res.jsonl" | grep -q '"id":"long","error":".*KV pool' && ok || bad "batch line 4: $(sed -n 4p "$tmp/res.jsonl")"
+sed -n 5p "$tmp/res.jsonl" | grep -q '"choices":\[{"index":0,' && ok || bad "batch line 5: $(sed -n 5p "$tmp/res.jsonl")"
+grep -q '^pagoda: stats {"requests":5,"errors":3,"steps":[0-9]*,"preemptions":[0-9]*,"prefix_cache_query_tokens":[0-9]*,"prefix_cache_hit_tokens":[0-9]*,"peak_blocks_in_use":[0-9]*' "$tmp/err" && ok || bad "batch stats: $(cat "$tmp/err")"
+expect_error "batch missing input" "cannot open --input file" -- batch "$model" --input "$tmp/nope.jsonl" --output "$tmp/o.jsonl"
+expect_error "batch bad kv mem" "kv-cache-mem" -- batch "$model" --input "$tmp/req.jsonl" --output "$tmp/o.jsonl" --kv-cache-mem 12XB
+expect_error "batch unwritable output" "cannot open --output file" -- batch "$model" --input "$tmp/req.jsonl" --output "$tmp/no/such/dir/o.jsonl"
+expect_error "batch block size" "block-size" -- batch "$model" --input "$tmp/req.jsonl" --output "$tmp/o.jsonl" --block-size 0
+expect_error "batch max-model-len" "training context" -- batch "$model" --input "$tmp/req.jsonl" --output "$tmp/o.jsonl" --max-model-len 999999
+
+# --- bench through the engine
+out=$(timeout 120 "$pagoda" bench "$model" --concurrency 4 -p 16 -n 8 -r 1 --format json 2>/dev/null)
+echo "$out" | grep -qE '^\{"model":.*"concurrency":4,.*"prefill_tok_s":[0-9.e+]+,"decode_tok_s":[0-9.e+]+\}$' && ok || bad "bench --concurrency: $out"
+out=$(timeout 120 "$pagoda" bench "$model" --cached-prefix 32 -p 48 -r 1 --format json 2>/dev/null)
+echo "$out" | grep -qE '"ttft_cold_ms":[0-9.e+-]+,"ttft_cached_ms":[0-9.e+-]+' && ok || bad "bench --cached-prefix: $out"
+echo "$out" | grep -qE '"prefix_hit_tokens":[1-9]' && ok || bad "bench --cached-prefix had no prefix hits: $out"
+expect_error "bench cached prefix too long" "cached-prefix" -- bench "$model" --cached-prefix 64 -p 32
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
