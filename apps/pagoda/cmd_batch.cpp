@@ -156,6 +156,8 @@ int run_batch(const BatchOptions& o) {
                  {"prefix_cache_hit_tokens", st.blocks.prefix_hit_tokens},
                  {"peak_blocks_in_use", st.peak_used_blocks},
                  {"num_blocks", st.blocks.num_blocks},
+                 {"block_size", st.block_size},
+                 {"peak_seq_slack_slots", st.peak_seq_slack_slots},
                  {"prompt_tokens_computed", st.prompt_tokens_computed},
                  {"generated_tokens", st.generated_tokens},
                  {"seconds", seconds}};

@@ -441,6 +441,8 @@ void Engine::refresh_stats() {
   st.waiting = scheduler_->num_waiting();
   peak_used_blocks_ = std::max(peak_used_blocks_, st.blocks.used_blocks);
   st.peak_used_blocks = peak_used_blocks_;
+  peak_seq_slack_ = std::max(peak_seq_slack_, st.blocks.max_seq_slack_slots);
+  st.peak_seq_slack_slots = peak_seq_slack_;
   st.prompt_tokens_computed = prompt_tokens_computed_;
   st.generated_tokens = generated_tokens_;
   st.requests_finished = requests_finished_;

@@ -58,6 +58,7 @@ struct EngineStats {
   int32_t running = 0;
   int32_t waiting = 0;
   int32_t peak_used_blocks = 0;
+  int32_t peak_seq_slack_slots = 0;  // the most unused tail slots any sequence held at the end of a step
   int64_t prompt_tokens_computed = 0;  // prefill tokens actually run (prefix hits and recomputes excluded/included)
   int64_t generated_tokens = 0;
   int64_t requests_finished = 0;
@@ -136,6 +137,7 @@ class Engine {
   // Step counters (engine thread only); published through stats_.
   int64_t steps_ = 0;
   int32_t peak_used_blocks_ = 0;
+  int32_t peak_seq_slack_ = 0;
   int64_t prompt_tokens_computed_ = 0;
   int64_t generated_tokens_ = 0;
   int64_t requests_finished_ = 0;

@@ -215,8 +215,22 @@ BlockManagerStats BlockManager::stats() const {
   st.prefix_query_tokens = prefix_query_tokens_;
   st.prefix_hit_tokens = prefix_hit_tokens_;
   st.evictions = evictions_;
-  for (const auto& [id, s] : seqs_)
-    st.slack_slots += static_cast<int64_t>(s.table.size()) * config_.block_size - static_cast<int64_t>(s.tokens.size());
+  st.block_size = config_.block_size;
+  std::vector<int32_t> fill(seqs_.empty() ? 0 : config_.num_blocks, 0);
+  for (const auto& [id, s] : seqs_) {
+    const int64_t slack =
+        static_cast<int64_t>(s.table.size()) * config_.block_size - static_cast<int64_t>(s.tokens.size());
+    st.slack_slots += slack;
+    st.max_seq_slack_slots = std::max(st.max_seq_slack_slots, static_cast<int32_t>(slack));
+    for (size_t b = 0; b < s.table.size(); ++b) {
+      const int64_t in_block = std::min<int64_t>(
+          config_.block_size,
+          std::max<int64_t>(0, static_cast<int64_t>(s.tokens.size()) - static_cast<int64_t>(b) * config_.block_size));
+      int32_t& f = fill[s.table[b].id.value];
+      f = std::max(f, static_cast<int32_t>(in_block));
+    }
+  }
+  for (int32_t f : fill) st.filled_slots += f;
   return st;
 }
 

@@ -54,7 +54,14 @@ struct BlockManagerStats {
   int64_t prefix_hit_tokens = 0;    // of those, found cached
   int64_t evictions = 0;
   int64_t slack_slots = 0;  // unused slots in the sequences' tail blocks
+  int32_t max_seq_slack_slots = 0;  // the largest slack of any one sequence (<= block_size: one tail block)
+  int64_t filled_slots = 0;         // slots of in-use blocks holding a token (a shared block counts once)
+  int32_t block_size = 0;
   double usage() const { return num_blocks ? static_cast<double>(used_blocks) / num_blocks : 0.0; }
+  // Useful tokens per allocated slot: filled / (in-use blocks x block size).
+  double useful_slot_fraction() const {
+    return used_blocks ? static_cast<double>(filled_slots) / (static_cast<double>(used_blocks) * block_size) : 1.0;
+  }
 };
 
 class BlockManager {

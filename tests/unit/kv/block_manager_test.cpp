@@ -308,3 +308,23 @@ INSTANTIATE_TEST_SUITE_P(BlockSizesAndSeeds, BlockManagerChurn,
 
 }  // namespace
 }  // namespace pagoda
+
+namespace pagoda {
+namespace {
+
+TEST(BlockManagerStats, SlackIsAtMostOneTailBlockAndSharedBlocksCountOnce) {
+  ManualClock clock;
+  BlockManager bm({16, 4, 0}, clock);
+  bm.allocate(SeqId{1}, iota_tokens(6), kNs);  // 2 blocks, 6 tokens: slack 2
+  bm.fork(SeqId{1}, SeqId{2});                 // shares both blocks
+  bm.allocate(SeqId{3}, iota_tokens(8), kNs);  // 8 + 1 -> 3 blocks, slack 4 (the reserved block)
+  const BlockManagerStats st = bm.stats();
+  EXPECT_EQ(st.slack_slots, 2 + 2 + 4);
+  EXPECT_EQ(st.max_seq_slack_slots, 4);
+  EXPECT_EQ(st.used_blocks, 5);
+  EXPECT_EQ(st.filled_slots, 6 + 8);  // the forked blocks count once
+  EXPECT_DOUBLE_EQ(st.useful_slot_fraction(), 14.0 / 20.0);
+}
+
+}  // namespace
+}  // namespace pagoda
