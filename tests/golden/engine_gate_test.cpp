@@ -174,6 +174,8 @@ TEST_P(EngineGateBlockSize, ConcurrentRequestsMatchSingleSequenceBitwise) {
   const auto got = run_engine(gate_config(bs, 8192 / bs), reqs, &st);
   expect_matches_reference(reqs, got);
   EXPECT_EQ(st.blocks.used_blocks, 0) << "every block is released once all requests end";
+  EXPECT_LE(st.peak_seq_slack_slots, bs) << "KV waste: at most one block per sequence";
+  EXPECT_GT(st.peak_seq_slack_slots, 0);
   EXPECT_EQ(st.running + st.waiting, 0);
   EXPECT_GT(st.blocks.prefix_hit_tokens, 0) << "the shared prefix is served from the cache";
 }
