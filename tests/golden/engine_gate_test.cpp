@@ -259,6 +259,41 @@ TEST_F(EngineGate, SeededSamplingIgnoresTheRestOfTheBatch) {
   EXPECT_EQ(a, b);
 }
 
+TEST_F(EngineGate, BackgroundThreadStreamsAndCancelsFromAnotherThread) {
+  auto engine = Engine::create(*model_, gate_config(16, 512));
+  ASSERT_TRUE(engine.ok());
+  (*engine)->start();
+  GenerationRequest endless;
+  endless.prompt = {1, 403, 407};
+  endless.max_tokens = 100000;
+  endless.ignore_eos = true;
+  GenerationRequest short_one;
+  short_one.prompt = {1, 403, 407, 261, 378};
+  short_one.max_tokens = 12;
+  short_one.sampling.temperature = 0.0f;
+  auto s_endless = (*engine)->submit(endless);
+  auto s_short = (*engine)->submit(short_one);
+  StreamEvent ev;
+  int tokens = 0;
+  while (tokens < 5 && s_endless->next(&ev))
+    if (ev.kind == StreamEvent::Kind::kToken) ++tokens;
+  s_endless->cancel();
+  FinishReason last = FinishReason::kNone;
+  while (s_endless->next(&ev))  // returns false once the choice has finished: no hang
+    if (ev.kind == StreamEvent::Kind::kFinished) last = ev.finish;
+  EXPECT_EQ(last, FinishReason::kCancelled);
+  std::vector<int32_t> ids;
+  while (s_short->next(&ev)) {
+    if (ev.kind == StreamEvent::Kind::kToken) ids.push_back(ev.token);
+    if (ev.kind == StreamEvent::Kind::kFinished) last = ev.finish;
+  }
+  EXPECT_EQ(last, FinishReason::kLength);
+  EXPECT_EQ(ids, run_alone(short_one).ids);
+  (*engine)->stop();
+  EXPECT_TRUE((*engine)->check_invariants().ok());
+  EXPECT_EQ((*engine)->stats().blocks.used_blocks, 0);
+}
+
 TEST_F(EngineGate, RequestThatCanNeverFitFailsAndOthersComplete) {
   EngineConfig c = gate_config(16, 8);  // 128 tokens
   auto engine = Engine::create(*model_, c);
