@@ -12,6 +12,15 @@ namespace {
 uint64_t choice_seed(uint64_t base, int32_t index) {
   return base + static_cast<uint64_t>(index) * 0x9e3779b97f4a7c15ull;
 }
+
+StreamEvent finished_event(int32_t index, FinishReason reason, const std::string& error) {
+  StreamEvent ev;
+  ev.kind = StreamEvent::Kind::kFinished;
+  ev.index = index;
+  ev.finish = reason;
+  ev.error = error;
+  return ev;
+}
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineConfig& config) {
@@ -153,15 +162,8 @@ void Engine::take_inbox() {
 }
 
 void Engine::fail_request(std::unique_ptr<RequestState> rs, const std::string& error) {
-  const int32_t n = std::max(rs->request.n, 1);
-  for (int32_t i = 0; i < n; ++i) {
-    StreamEvent ev;
-    ev.kind = StreamEvent::Kind::kFinished;
-    ev.index = i;
-    ev.finish = FinishReason::kError;
-    ev.error = error;
-    rs->stream->push(std::move(ev));
-  }
+  for (int32_t i = 0; i < std::max(rs->request.n, 1); ++i)
+    rs->stream->push(finished_event(i, FinishReason::kError, error));
   ++requests_finished_;
 }
 
@@ -212,23 +214,21 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
 }
 
 void Engine::process_cancellations() {
-  for (auto& p : active_) {
-    RequestState* rs = p.get();
-    if (rs->done || !rs->stream->cancel_requested()) continue;
+  for (auto& rs : active_)
+    if (!rs->done && rs->stream->cancel_requested()) finish_request(*rs, FinishReason::kCancelled, {});
+}
+
+void Engine::finish_request(RequestState& rs, FinishReason reason, const std::string& error) {
+  if (!rs.forked) {
     // Choices not forked yet never started: they finish too.
-    const int32_t unforked = rs->forked ? 0 : std::max(rs->request.n, 1) - 1;
-    for (int32_t i = 0; i < unforked; ++i) {
-      StreamEvent ev;
-      ev.kind = StreamEvent::Kind::kFinished;
-      ev.index = i + 1;
-      ev.finish = FinishReason::kCancelled;
-      rs->stream->push(std::move(ev));
-      --rs->open;
+    for (int32_t i = 1; i < std::max(rs.request.n, 1); ++i) {
+      rs.stream->push(finished_event(i, reason, error));
+      --rs.open;
     }
-    rs->forked = true;
-    for (auto& s : rs->seqs)
-      if (s->state != Sequence::State::kFinished) finish(*s, FinishReason::kCancelled);
+    rs.forked = true;
   }
+  for (auto& s : rs.seqs)
+    if (s->state != Sequence::State::kFinished) finish(*s, reason, error);
 }
 
 bool Engine::has_work() const { return scheduler_->num_running() > 0 || scheduler_->num_waiting() > 0; }
@@ -386,11 +386,7 @@ void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
 void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) {
   if (s.state != Sequence::State::kFinished) scheduler_->remove(&s);
   s.state = Sequence::State::kFinished;
-  StreamEvent ev;
-  ev.kind = StreamEvent::Kind::kFinished;
-  ev.index = s.index;
-  ev.finish = reason;
-  ev.error = error;
+  StreamEvent ev = finished_event(s.index, reason, error);
   // Text still held back (an unfinished character, a possible stop-string prefix) is released, unless a stop
   // string ended the choice: then the held text belonged to it.
   if (!s.text_done) {
@@ -412,22 +408,8 @@ void Engine::release_finished_requests() {
 }
 
 void Engine::finish_all(FinishReason reason, const std::string& error) {
-  for (auto& rs : active_) {
-    if (!rs->forked) {
-      for (int32_t i = 1; i < std::max(rs->request.n, 1); ++i) {
-        StreamEvent ev;
-        ev.kind = StreamEvent::Kind::kFinished;
-        ev.index = i;
-        ev.finish = reason;
-        ev.error = error;
-        rs->stream->push(std::move(ev));
-        --rs->open;
-      }
-      rs->forked = true;
-    }
-    for (auto& s : rs->seqs)
-      if (s->state != Sequence::State::kFinished) finish(*s, reason, error);
-  }
+  for (auto& rs : active_)
+    if (!rs->done) finish_request(*rs, reason, error);
   release_finished_requests();
 }
 

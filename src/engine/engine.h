@@ -58,7 +58,7 @@ struct EngineStats {
   int32_t running = 0;
   int32_t waiting = 0;
   int32_t peak_used_blocks = 0;
-  int32_t peak_seq_slack_slots = 0;  // the most unused tail slots any sequence held at the end of a step
+  int32_t peak_seq_slack_slots = 0;    // the most unused tail slots any sequence held at the end of a step
   int64_t prompt_tokens_computed = 0;  // prefill tokens actually run (prefix hits and recomputes excluded/included)
   int64_t generated_tokens = 0;
   int64_t requests_finished = 0;
@@ -114,6 +114,8 @@ class Engine {
   void fork_choices(Sequence& parent);
   void finish(Sequence& s, FinishReason reason, const std::string& error = {});
   void fail_request(std::unique_ptr<RequestState> rs, const std::string& error);
+  // Ends every open choice of rs (those not forked yet included).
+  void finish_request(RequestState& rs, FinishReason reason, const std::string& error);
   void finish_all(FinishReason reason, const std::string& error);
   void release_finished_requests();
   void refresh_stats();

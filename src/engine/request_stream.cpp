@@ -2,17 +2,6 @@
 
 namespace pagoda {
 
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::kNone: return "none";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
-  }
-  return "none";
-}
-
 bool RequestStream::next(StreamEvent* event) {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return !events_.empty() || open_choices_ == 0; });

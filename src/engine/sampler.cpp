@@ -49,13 +49,11 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
         float& l = penalized_[id];
         l = l > 0.0f ? l / params_.repetition_penalty : l * params_.repetition_penalty;
       };
-      std::vector<int32_t> seen;
-      seen.reserve(prompt.size() + output.size());
-      for (int32_t id : prompt) seen.push_back(id);
-      for (int32_t id : output) seen.push_back(id);
-      std::sort(seen.begin(), seen.end());
-      seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-      for (int32_t id : seen)
+      seen_.assign(prompt.begin(), prompt.end());
+      seen_.insert(seen_.end(), output.begin(), output.end());
+      std::sort(seen_.begin(), seen_.end());
+      seen_.erase(std::unique(seen_.begin(), seen_.end()), seen_.end());
+      for (int32_t id : seen_)
         if (id >= 0 && id < n) penalize(id);
     }
     for (int32_t id : output) {

@@ -46,6 +46,7 @@ class Sampler {
   Rng rng_;
   std::vector<float> penalized_;                       // reused: logits after penalties
   std::vector<int32_t> counts_;                        // reused: occurrences per token in the output
+  std::vector<int32_t> seen_;                          // reused: distinct tokens of prompt and output
   std::vector<std::pair<float, int32_t>> candidates_;  // reused: (logit, id)
   std::vector<double> probs_;                          // reused
 };

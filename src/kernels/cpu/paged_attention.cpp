@@ -13,22 +13,11 @@ namespace {
 using attention_impl::Job;
 using attention_impl::kv_row;
 
-template <typename Fn>
-void run_jobs(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
-  thread_local std::vector<Job> jobs;
-  attention_impl::collect_jobs(a, jobs);
-  const int nt = pool.num_threads();
-  const std::vector<Job>& all = jobs;
-  pool.run([&](int tid) {
-    for (size_t j = tid; j < all.size(); j += nt) fn(all[j]);
-  });
-}
-
 }  // namespace
 
 void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool) {
   const int32_t group = a.n_heads / a.n_kv_heads;
-  run_jobs(a, pool, [&](const Job& job) {
+  attention_impl::for_each_job(a, pool, [&](const Job& job) {
     thread_local std::vector<float> k, v, scores;
     const int32_t kvh = job.head / group;
     // Gather this sequence's keys and values for the head into contiguous buffers.

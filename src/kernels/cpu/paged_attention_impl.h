@@ -146,18 +146,22 @@ void run_job(const PagedAttentionArgs& a, const Job& job) {
   }
 }
 
-template <class Isa>
-void paged_attention_with(const PagedAttentionArgs& a, ThreadPool& pool) {
+// Calls fn(job) for every (token, head) job of the batch, dealt round-robin to the pool's threads: causal rows
+// differ in length, so contiguous ranges would load the threads unevenly.
+template <typename Fn>
+void for_each_job(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
   thread_local std::vector<Job> jobs;
   collect_jobs(a, jobs);
   const int nt = pool.num_threads();
   const std::vector<Job>& all = jobs;
-  // Round-robin: causal rows differ in length, so contiguous ranges would load the threads unevenly.
-  auto run_all = [&](auto job_fn) {
-    pool.run([&](int tid) {
-      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j]);
-    });
-  };
+  pool.run([&](int tid) {
+    for (size_t j = tid; j < all.size(); j += nt) fn(all[j]);
+  });
+}
+
+template <class Isa>
+void paged_attention_with(const PagedAttentionArgs& a, ThreadPool& pool) {
+  auto run_all = [&](auto job_fn) { for_each_job(a, pool, [&](const Job& job) { job_fn(a, job); }); };
   switch (a.head_dim) {
     case 64: return run_all(run_job<Isa, 4>);
     case 128: return run_all(run_job<Isa, 8>);
