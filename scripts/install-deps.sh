@@ -7,6 +7,9 @@ missing=()
 for pkg in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+# The server tests run the official OpenAI client (npm package 'openai') under Node.js. A machine that already
+# has node and npm (possibly not from Debian, e.g. NodeSource's bundle) keeps them; otherwise Debian's are added.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#wanted[@]} packages present"
   exit 0

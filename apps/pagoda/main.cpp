@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_synth_command(app, action);
   pagoda::cli::add_bench_command(app, action);
   pagoda::cli::add_batch_command(app, action);
+  pagoda::cli::add_serve_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

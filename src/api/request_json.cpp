@@ -9,29 +9,44 @@ namespace {
 
 using json = nlohmann::json;
 
+std::string range_text(double lo, double hi) { return json(lo).dump() + " and " + json(hi).dump(); }
+
 Result<double> number_field(const json& body, const char* key, double lo, double hi) {
   const json& v = body.at(key);
-  if (!v.is_number()) return make_error(std::string("'") + key + "' must be a number");
+  if (!v.is_number()) return make_field_error(key, std::string("'") + key + "' must be a number");
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || d > hi)
-    return make_error(std::string("'") + key + "' must be between " + json(lo).dump() + " and " + json(hi).dump());
+    return make_field_error(key, std::string("'") + key + "' must be between " + range_text(lo, hi));
   return d;
 }
 
 Result<int64_t> integer_field(const json& body, const char* key, int64_t lo, int64_t hi) {
   const json& v = body.at(key);
-  if (!v.is_number_integer()) return make_error(std::string("'") + key + "' must be an integer");
-  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
-    return make_error(std::string("'") + key + "' must be between " + std::to_string(lo) + " and " +
-                      std::to_string(hi));
+  const std::string range = std::string("'") + key + "' must be between " + std::to_string(lo) + " and " +
+                            std::to_string(hi);
+  if (!v.is_number_integer()) return make_field_error(key, std::string("'") + key + "' must be an integer");
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) return make_field_error(key, range);
   const int64_t i = v.get<int64_t>();
-  if (i < lo || i > hi)
-    return make_error(std::string("'") + key + "' must be between " + std::to_string(lo) + " and " +
-                      std::to_string(hi));
+  if (i < lo || i > hi) return make_field_error(key, range);
   return i;
 }
 
+bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
 }  // namespace
+
+Result<std::vector<int32_t>> token_ids_from_json(const json& ids, int32_t n_vocab, const std::string& param) {
+  if (!ids.is_array()) return make_field_error(param, "'" + param + "' must be an array of token ids");
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (const auto& v : ids) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= n_vocab)
+      return make_field_error(param, "'" + param + "' holds a value that is not a token id of this model (0 .. " +
+                                         std::to_string(n_vocab - 1) + ")");
+    out.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return out;
+}
 
 Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& tokenizer) {
   if (!body.is_object()) return make_error("a request must be a JSON object");
@@ -54,36 +69,37 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
                                               "priority",
                                               "cache_salt"};
   for (const auto& [key, value] : body.items())
-    if (!known.count(key)) return make_error("unknown field '" + key + "'");
+    if (!known.count(key)) return make_field_error(key, "unknown field '" + key + "'");
 
   GenerationRequest r;
+  const bool has_text = body.contains("prompt"), has_ids = body.contains("prompt_ids");
+  if (has_text == has_ids) return make_field_error("prompt", "give exactly one of 'prompt' (text) and 'prompt_ids'");
+  if (has_text) {
+    if (!body["prompt"].is_string()) return make_field_error("prompt", "'prompt' must be a string");
+    r.prompt = tokenizer.encode(body["prompt"].get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+  } else {
+    auto ids = token_ids_from_json(body["prompt_ids"], tokenizer.n_vocab(), "prompt_ids");
+    if (!ids.ok()) return ids.error();
+    r.prompt = std::move(*ids);
+  }
+  if (r.prompt.empty()) return make_field_error("prompt", "the prompt is empty");
+  PAGODA_RETURN_IF_ERROR(read_generation_fields(body, r));
+  return r;
+}
+
+Status read_generation_fields(const json& body, GenerationRequest& r) {
   r.sampling.temperature = 1.0f;
   r.sampling.top_p = 1.0f;
   r.sampling.top_k = 0;
-  const bool has_text = body.contains("prompt"), has_ids = body.contains("prompt_ids");
-  if (has_text == has_ids) return make_error("give exactly one of 'prompt' (text) and 'prompt_ids'");
-  if (has_text) {
-    if (!body["prompt"].is_string()) return make_error("'prompt' must be a string");
-    r.prompt = tokenizer.encode(body["prompt"].get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
-  } else {
-    if (!body["prompt_ids"].is_array()) return make_error("'prompt_ids' must be an array of token ids");
-    for (const auto& v : body["prompt_ids"]) {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= tokenizer.n_vocab())
-        return make_error("'prompt_ids' holds a value that is not a token id of this model");
-      r.prompt.push_back(static_cast<int32_t>(v.get<int64_t>()));
-    }
-  }
-  if (r.prompt.empty()) return make_error("the prompt is empty");
-
   auto get_int = [&](const char* key, int64_t lo, int64_t hi, auto& out) -> Status {
-    if (!body.contains(key) || body[key].is_null()) return Status::success();
+    if (!present(body, key)) return Status::success();
     auto v = integer_field(body, key, lo, hi);
     if (!v.ok()) return v.error();
     out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     return Status::success();
   };
   auto get_num = [&](const char* key, double lo, double hi, float& out) -> Status {
-    if (!body.contains(key) || body[key].is_null()) return Status::success();
+    if (!present(body, key)) return Status::success();
     auto v = number_field(body, key, lo, hi);
     if (!v.ok()) return v.error();
     out = static_cast<float>(*v);
@@ -92,7 +108,7 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
   PAGODA_RETURN_IF_ERROR(get_int("max_tokens", 1, int64_t{1} << 30, r.max_tokens));
   PAGODA_RETURN_IF_ERROR(get_num("temperature", 0.0, 100.0, r.sampling.temperature));
   PAGODA_RETURN_IF_ERROR(get_num("top_p", 0.0, 1.0, r.sampling.top_p));
-  if (r.sampling.top_p <= 0.0f) return make_error("'top_p' must be greater than 0");
+  if (r.sampling.top_p <= 0.0f) return make_field_error("top_p", "'top_p' must be greater than 0");
   int64_t top_k = 0;
   PAGODA_RETURN_IF_ERROR(get_int("top_k", -1, std::numeric_limits<int32_t>::max(), top_k));
   r.sampling.top_k = static_cast<int32_t>(std::max<int64_t>(top_k, 0));
@@ -100,17 +116,17 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
   PAGODA_RETURN_IF_ERROR(get_num("presence_penalty", -2.0, 2.0, r.sampling.presence_penalty));
   PAGODA_RETURN_IF_ERROR(get_num("frequency_penalty", -2.0, 2.0, r.sampling.frequency_penalty));
   PAGODA_RETURN_IF_ERROR(get_num("repetition_penalty", 1e-3, 100.0, r.sampling.repetition_penalty));
-  if (body.contains("seed") && !body["seed"].is_null()) {
+  if (present(body, "seed")) {
     const json& s = body["seed"];
     if (s.is_number_unsigned())
       r.seed = s.get<uint64_t>();
     else if (s.is_number_integer())
       r.seed = static_cast<uint64_t>(s.get<int64_t>());  // negative seeds wrap, as in vLLM's 64-bit seeds
     else
-      return make_error("'seed' must be an integer");
+      return make_field_error("seed", "'seed' must be an integer");
   }
   PAGODA_RETURN_IF_ERROR(get_int("n", 1, 128, r.n));
-  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+  if (present(body, "logprobs")) {
     if (body["logprobs"].is_boolean()) {
       r.logprobs = body["logprobs"].get<bool>() ? 0 : -1;
     } else {
@@ -119,31 +135,31 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
   }
   PAGODA_RETURN_IF_ERROR(
       get_int("priority", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), r.priority));
-  if (body.contains("ignore_eos") && !body["ignore_eos"].is_null()) {
-    if (!body["ignore_eos"].is_boolean()) return make_error("'ignore_eos' must be true or false");
+  if (present(body, "ignore_eos")) {
+    if (!body["ignore_eos"].is_boolean()) return make_field_error("ignore_eos", "'ignore_eos' must be true or false");
     r.ignore_eos = body["ignore_eos"].get<bool>();
   }
-  if (body.contains("cache_salt") && !body["cache_salt"].is_null()) {
-    if (!body["cache_salt"].is_string()) return make_error("'cache_salt' must be a string");
+  if (present(body, "cache_salt")) {
+    if (!body["cache_salt"].is_string()) return make_field_error("cache_salt", "'cache_salt' must be a string");
     r.cache_salt = body["cache_salt"].get<std::string>();
   }
-  if (body.contains("stop") && !body["stop"].is_null()) {
+  if (present(body, "stop")) {
     const json& s = body["stop"];
     if (s.is_string()) {
       r.stop.push_back(s.get<std::string>());
     } else if (s.is_array()) {
-      if (s.size() > 16) return make_error("'stop' may hold at most 16 strings");
+      if (s.size() > 16) return make_field_error("stop", "'stop' may hold at most 16 strings");
       for (const auto& v : s) {
-        if (!v.is_string()) return make_error("'stop' must be a string or a list of strings");
+        if (!v.is_string()) return make_field_error("stop", "'stop' must be a string or a list of strings");
         r.stop.push_back(v.get<std::string>());
       }
     } else {
-      return make_error("'stop' must be a string or a list of strings");
+      return make_field_error("stop", "'stop' must be a string or a list of strings");
     }
     for (const auto& stop : r.stop)
-      if (stop.size() > 256) return make_error("a 'stop' string is longer than 256 bytes");
+      if (stop.size() > 256) return make_field_error("stop", "a 'stop' string is longer than 256 bytes");
   }
-  return r;
+  return Status::success();
 }
 
 }  // namespace pagoda

@@ -196,7 +196,7 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   }
   if (!error.empty()) return fail_request(std::move(rs), error);
 
-  rs->ns = CacheNamespace{config_.model_id, r.cache_salt, {}};
+  rs->ns = CacheNamespace{.model_id = config_.model_id, .tenant = r.tenant, .cache_salt = r.cache_salt, .anchor_digest = {}};
   rs->arrival = next_arrival_++;
   rs->base_seed = r.seed ? *r.seed : seed_rng_.next_u64();
   rs->open = std::max(r.n, 1);
@@ -434,7 +434,9 @@ void Engine::refresh_stats() {
 
 EngineStats Engine::stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  EngineStats st = stats_;
+  st.waiting += static_cast<int32_t>(inbox_.size());  // submitted, not yet seen by the scheduler
+  return st;
 }
 
 }  // namespace pagoda

@@ -56,7 +56,7 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t preemptions = 0;
   int32_t running = 0;
-  int32_t waiting = 0;
+  int32_t waiting = 0;  // sequences waiting for admission, plus requests submitted since the last step
   int32_t peak_used_blocks = 0;
   int32_t peak_seq_slack_slots = 0;    // the most unused tail slots any sequence held at the end of a step
   int64_t prompt_tokens_computed = 0;  // prefill tokens actually run (prefix hits and recomputes excluded/included)

@@ -21,7 +21,8 @@ struct GenerationRequest {
   int32_t n = 1;               // choices, forked from one prefill and sharing the prompt's blocks
   int32_t logprobs = -1;       // -1: none; k >= 0: the chosen token's logprob and the top k alternatives
   int32_t priority = 0;        // lower runs first; equal priorities are first-come-first-served
-  std::string cache_salt;      // separates prefix-cache namespaces between tenants
+  std::string cache_salt;      // separates prefix-cache namespaces: only requests with equal salts share blocks
+  std::string tenant;          // set by the server from the API key; part of the cache namespace like the salt
   bool return_logits = false;  // attach each sampled position's raw logits to its event (tests, debugging)
 };
 

@@ -11,6 +11,15 @@ bool RequestStream::next(StreamEvent* event) {
   return true;
 }
 
+RequestStream::WaitResult RequestStream::next_for(StreamEvent* event, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty() || open_choices_ == 0; })) return WaitResult::kTimeout;
+  if (events_.empty()) return WaitResult::kEnd;
+  *event = std::move(events_.front());
+  events_.pop_front();
+  return WaitResult::kEvent;
+}
+
 bool RequestStream::try_next(StreamEvent* event) {
   std::lock_guard lock(mu_);
   if (events_.empty()) return false;

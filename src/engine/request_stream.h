@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -27,6 +28,9 @@ class RequestStream {
   bool next(StreamEvent* event);
   // Non-blocking: false when no event is queued right now.
   bool try_next(StreamEvent* event);
+  // Waits at most `timeout` for an event (an HTTP handler wakes up now and then to check its client).
+  enum class WaitResult { kEvent, kTimeout, kEnd };
+  WaitResult next_for(StreamEvent* event, std::chrono::milliseconds timeout);
   // Asks the engine to stop this request; its choices then finish with kCancelled (or whatever came first).
   void cancel();
   bool cancel_requested() const { return cancel_.load(std::memory_order_acquire); }

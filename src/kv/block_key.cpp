@@ -25,6 +25,7 @@ BlockKey compute_block_key(const std::optional<BlockKey>& parent, std::span<cons
   if (parent) EVP_DigestUpdate(ctx, parent->data(), parent->size());
   update_field(ctx, tokens.data(), tokens.size_bytes());
   update_field(ctx, ns.model_id.data(), ns.model_id.size());
+  update_field(ctx, ns.tenant.data(), ns.tenant.size());
   update_field(ctx, ns.cache_salt.data(), ns.cache_salt.size());
   update_field(ctx, ns.anchor_digest.data(), ns.anchor_digest.size());
   BlockKey key{};

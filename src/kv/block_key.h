@@ -14,7 +14,8 @@ namespace pagoda {
 // What besides the tokens decides whether two blocks' K/V are interchangeable.
 struct CacheNamespace {
   std::string model_id;       // identity of the weights that computed the K/V
-  std::string cache_salt;     // per-tenant / per-request salt; empty for the shared namespace
+  std::string tenant;         // the API key's tenant (server with --api-keys-file); empty: no tenant
+  std::string cache_salt;     // the request's own salt (OpenAI/vLLM `cache_salt`); empty: none
   std::string anchor_digest;  // reserved for verified anchors (later issue)
 };
 

@@ -11,6 +11,7 @@ namespace pagoda {
 
 struct Error {
   std::string message;
+  std::string param;  // the input field the error is about, when there is one (HTTP errors report it)
 };
 
 template <typename T>
@@ -67,7 +68,10 @@ class [[nodiscard]] Status {
   bool ok_ = true;
 };
 
-inline Error make_error(std::string message) { return Error{std::move(message)}; }
+inline Error make_error(std::string message) { return Error{std::move(message), {}}; }
+inline Error make_field_error(std::string param, std::string message) {
+  return Error{std::move(message), std::move(param)};
+}
 
 }  // namespace pagoda
 

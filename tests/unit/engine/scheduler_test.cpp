@@ -9,7 +9,7 @@
 namespace pagoda {
 namespace {
 
-const CacheNamespace kNs{"m", "", ""};
+const CacheNamespace kNs{"m", "", "", ""};
 
 class SchedulerTest : public ::testing::Test {
  protected:

@@ -10,7 +10,7 @@
 namespace pagoda {
 namespace {
 
-const CacheNamespace kNs{"test-model", "", ""};
+const CacheNamespace kNs{"test-model", "", "", ""};
 
 std::vector<int32_t> iota_tokens(int n, int start = 100) {
   std::vector<int32_t> t(n);
@@ -57,7 +57,7 @@ TEST(BlockManager, PrefixHitReusesComputedFullBlocksButNeverTheLastPromptBlock) 
   // A prompt of exactly 32 tokens hits only its first block: the block with the last token is recomputed.
   EXPECT_EQ(bm.allocate(SeqId{3}, iota_tokens(32), kNs), 16);
   // A different namespace (tenant salt) never hits.
-  EXPECT_EQ(bm.allocate(SeqId{4}, prompt, CacheNamespace{"test-model", "tenant-b", ""}), 0);
+  EXPECT_EQ(bm.allocate(SeqId{4}, prompt, CacheNamespace{"test-model", "", "tenant-b", ""}), 0);
   // A different first block breaks the chain even if the second block's tokens match.
   auto other = prompt;
   other[0] = 7;

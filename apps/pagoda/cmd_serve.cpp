@@ -1,0 +1,175 @@
+// pagoda serve MODEL.gguf [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-keys-file FILE]
+//                         [--served-model-name NAME] [--max-queue N] [--chat-template NAME]
+//                         [--shutdown-timeout S] [engine flags]
+// The OpenAI-compatible server. It binds its port first and answers /health with 503 while the model loads.
+// SIGINT / SIGTERM: /health turns 503 and new requests are refused; requests in flight get --shutdown-timeout
+// seconds to finish, then are aborted (streams end with finish_reason "abort"); exit code 0. A second signal
+// aborts at once.
+#include <pthread.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "api/chat_template.h"
+#include "commands.h"
+#include "engine/engine.h"
+#include "engine_flags.h"
+#include "model/model.h"
+#include "server/http_server.h"
+
+namespace pagoda::cli {
+namespace {
+
+struct ServeOptions {
+  std::string model_path;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;
+  std::string api_keys_file;
+  std::string served_model_name;
+  int32_t max_queue = 256;
+  std::string chat_template;
+  double shutdown_timeout_s = 30;
+  EngineFlags engine;
+};
+
+std::atomic<int> g_signals{0};
+
+// SIGINT/SIGTERM are blocked in every thread and taken by one waiter thread with sigwait, so no handler runs in
+// the middle of a library call; the main thread polls the count.
+void start_signal_waiter(sigset_t set) {
+  std::thread([set] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set, &sig) == 0) g_signals.fetch_add(1);
+    }
+  }).detach();
+}
+
+ChatTemplateFamily pick_chat_template(const Model& model, const std::string& forced, std::string* how) {
+  if (!forced.empty()) {
+    *how = "from --chat-template";
+    return *chat_template_from_name(forced);
+  }
+  auto text = model.file().get_string_opt("tokenizer.chat_template");
+  if (!text.ok() || !*text) {
+    *how = "the default: the model has no tokenizer.chat_template";
+    return ChatTemplateFamily::kChatml;
+  }
+  bool recognised = false;
+  const ChatTemplateFamily family = detect_chat_template(**text, &recognised);
+  *how = recognised ? "recognised in tokenizer.chat_template"
+                    : "the default: tokenizer.chat_template matches no known family (use --chat-template)";
+  return family;
+}
+
+int run_serve(const ServeOptions& o) {
+  std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a dead server
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit the mask
+  start_signal_waiter(set);
+
+  ServerConfig sc;
+  sc.host = o.host;
+  sc.port = o.port;
+  sc.served_model_name = o.served_model_name.empty() ? std::filesystem::path(o.model_path).stem().string()
+                                                     : o.served_model_name;
+  if (!o.api_keys_file.empty()) {
+    auto keys = ApiKeys::load_file(o.api_keys_file);
+    if (!keys.ok()) return fail(keys.error().message);
+    sc.api_keys = std::move(*keys);
+  }
+  if (!o.api_key.empty()) sc.api_keys.add(o.api_key, "");
+  sc.max_queue = o.max_queue;
+  sc.http_threads = std::clamp(o.engine.max_num_seqs + o.max_queue + 16, 64, 1024);
+  auto config = engine_config(o.engine, o.model_path);
+  if (!config.ok()) return fail(config.error().message);
+
+  HttpServer server(sc);
+  if (Status st = server.start(); !st.ok()) return fail(st.error().message);
+  std::fprintf(stderr, "pagoda: listening on http://%s:%d (loading %s)\n", o.host.c_str(), server.port(),
+               o.model_path.c_str());
+
+  auto model = Model::load(o.model_path);
+  if (!model.ok()) {
+    server.stop();
+    return fail(model.error().message);
+  }
+  auto engine = Engine::create(**model, *config);
+  if (!engine.ok()) {
+    server.stop();
+    return fail(engine.error().message);
+  }
+  std::string how;
+  ServingContext ctx;
+  ctx.model = model->get();
+  ctx.engine = engine->get();
+  ctx.chat_template = pick_chat_template(**model, o.chat_template, &how);
+  ctx.max_model_len = config->max_model_len > 0 ? config->max_model_len : (*model)->hparams().n_ctx_train;
+  (*engine)->start();
+  server.set_ready(ctx);
+  std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
+  std::fprintf(stderr, "pagoda: chat template %s (%s)\n", chat_template_name(ctx.chat_template), how.c_str());
+  std::fprintf(stderr, "pagoda: serving '%s' on http://%s:%d%s\n", sc.served_model_name.c_str(), o.host.c_str(),
+               server.port(), sc.api_keys.empty() ? "" : " (API keys required)");
+
+  while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::fprintf(stderr, "pagoda: shutting down: %lld requests in flight, up to %.0f s to finish\n",
+               static_cast<long long>(server.in_flight()), o.shutdown_timeout_s);
+  server.begin_drain();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000));
+  bool finished = true;
+  while (!server.wait_idle(std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)))) {
+    if (g_signals.load() > 1 || std::chrono::steady_clock::now() >= deadline) {
+      finished = false;
+      break;
+    }
+  }
+  if (!finished) {
+    std::fprintf(stderr, "pagoda: aborting %lld requests\n", static_cast<long long>(server.in_flight()));
+    server.cancel_all();
+    if (!server.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(10)))
+      std::fprintf(stderr, "pagoda: %lld connections still open; closing them\n",
+                   static_cast<long long>(server.in_flight()));
+  }
+  server.stop();
+  (*engine)->stop();
+  std::fprintf(stderr, "pagoda: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, Action& action) {
+  auto opts = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, metrics)");
+  cmd->add_option("model", opts->model_path, "Model file (GGUF)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--host", opts->host, "Address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", opts->port, "Port (default 8000; 0 picks a free one)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", opts->api_key, "Require 'Authorization: Bearer KEY'");
+  cmd->add_option("--api-keys-file", opts->api_keys_file,
+                  "Keys with tenants, one 'TENANT KEY' per line; a tenant's prefix cache is its own")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--served-model-name", opts->served_model_name,
+                  "Model name in the API (default: the file name without .gguf)");
+  cmd->add_option("--max-queue", opts->max_queue,
+                  "Requests that may wait beyond --max-num-seqs running ones; more get 429 (default 256)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--chat-template", opts->chat_template,
+                  "Chat template family instead of the model's: chatml, llama-2, llama-3, mistral, gemma, phi-3, zephyr")
+      ->check(CLI::IsMember({"chatml", "llama-2", "llama-3", "mistral", "gemma", "phi-3", "zephyr"}));
+  cmd->add_option("--shutdown-timeout", opts->shutdown_timeout_s,
+                  "Seconds in-flight requests get to finish on SIGTERM/SIGINT (default 30)")
+      ->check(finite_range(0, 86400));
+  add_engine_flags(*cmd, opts->engine);
+  cmd->callback([opts, &action] { action = [opts] { return run_serve(*opts); }; });
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,159 @@
+#include "api/openai_request.h"
+
+#include "api/request_json.h"
+
+namespace pagoda {
+namespace {
+
+using json = nlohmann::json;
+
+bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+// The fields both endpoints share besides the prompt: model, stream, stream_options, user, and the generation
+// fields of request_json.
+Status read_common(const json& body, OpenAiRequest& out) {
+  if (present(body, "model")) {
+    if (!body["model"].is_string()) return make_field_error("model", "'model' must be a string");
+    out.model = body["model"].get<std::string>();
+  }
+  if (present(body, "stream")) {
+    if (!body["stream"].is_boolean()) return make_field_error("stream", "'stream' must be true or false");
+    out.stream = body["stream"].get<bool>();
+  }
+  if (present(body, "stream_options")) {
+    const json& so = body["stream_options"];
+    if (!so.is_object()) return make_field_error("stream_options", "'stream_options' must be an object");
+    if (!out.stream) return make_field_error("stream_options", "'stream_options' is only allowed with 'stream': true");
+    if (present(so, "include_usage")) {
+      if (!so["include_usage"].is_boolean())
+        return make_field_error("stream_options", "'stream_options.include_usage' must be true or false");
+      out.include_usage = so["include_usage"].get<bool>();
+    }
+  }
+  if (present(body, "user") && !body["user"].is_string())
+    return make_field_error("user", "'user' must be a string");
+  if (present(body, "priority"))  // a scheduling field of pagoda's own batch format, not offered over HTTP
+    return make_field_error("priority", "'priority' is not accepted over HTTP");
+  return read_generation_fields(body, out.gen);
+}
+
+// max_tokens against the context: an explicit value must fit; none means `default_max` (or the rest of the
+// context when default_max is 0).
+Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t default_max, const ApiLimits& limits,
+                          OpenAiRequest& out) {
+  const int64_t prompt_len = static_cast<int64_t>(out.gen.prompt.size());
+  if (prompt_len >= limits.max_model_len)
+    return make_field_error(prompt_param, "This model's maximum context length is " +
+                                              std::to_string(limits.max_model_len) + " tokens, but the prompt has " +
+                                              std::to_string(prompt_len) +
+                                              " tokens, which leaves no room for a completion");
+  const bool explicit_max = present(body, "max_tokens") || present(body, "max_completion_tokens");
+  if (!explicit_max) out.gen.max_tokens = default_max > 0 ? default_max : limits.max_model_len - prompt_len;
+  if (prompt_len + out.gen.max_tokens > limits.max_model_len) {
+    const char* param = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    return make_field_error(param, "This model's maximum context length is " + std::to_string(limits.max_model_len) +
+                                       " tokens. However, you requested " +
+                                       std::to_string(prompt_len + out.gen.max_tokens) + " tokens (" +
+                                       std::to_string(prompt_len) + " in the prompt, " +
+                                       std::to_string(out.gen.max_tokens) + " for the completion). Reduce '" +
+                                       param + "' or the prompt.");
+  }
+  return Status::success();
+}
+
+Result<std::string> message_content(const json& m, size_t i) {
+  const std::string where = "messages[" + std::to_string(i) + "].content";
+  if (!m.contains("content") || m["content"].is_null()) return std::string();
+  const json& c = m["content"];
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) return make_field_error("messages", "'" + where + "' must be a string or a list of parts");
+  std::string text;
+  for (const json& part : c) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      return make_field_error("messages", "'" + where + "' may only hold {\"type\": \"text\", \"text\": ...} parts");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer& tokenizer,
+                                               const ApiLimits& limits) {
+  if (!body.is_object()) return make_error("the request body must be a JSON object");
+  OpenAiRequest out;
+  out.endpoint = ApiEndpoint::kCompletions;
+  if (!body.contains("prompt")) return make_field_error("prompt", "'prompt' is required");
+  json prompt = body["prompt"];
+  if (prompt.is_array() && !prompt.empty() && (prompt[0].is_string() || prompt[0].is_array())) {
+    if (prompt.size() != 1)
+      return make_field_error("prompt", "a request may hold one prompt only; send several prompts as several requests");
+    prompt = json(prompt[0]);
+  }
+  if (prompt.is_string()) {
+    out.gen.prompt = tokenizer.encode(prompt.get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+  } else if (prompt.is_array()) {
+    auto ids = token_ids_from_json(prompt, tokenizer.n_vocab(), "prompt");
+    if (!ids.ok()) return ids.error();
+    out.gen.prompt = std::move(*ids);
+  } else {
+    return make_field_error("prompt", "'prompt' must be a string or a list of token ids");
+  }
+  if (out.gen.prompt.empty()) return make_field_error("prompt", "the prompt is empty");
+  if (present(body, "echo") && body["echo"] != false)
+    return make_field_error("echo", "'echo' is not supported");
+  if (present(body, "suffix")) return make_field_error("suffix", "'suffix' is not supported");
+  if (present(body, "best_of") && body["best_of"] != 1 && body["best_of"] != body.value("n", json(1)))
+    return make_field_error("best_of", "'best_of' other than n is not supported");
+  PAGODA_RETURN_IF_ERROR(read_common(body, out));
+  PAGODA_RETURN_IF_ERROR(resolve_max_tokens(body, "prompt", 16, limits, out));
+  return out;
+}
+
+Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+  if (!body.is_object()) return make_error("the request body must be a JSON object");
+  OpenAiRequest out;
+  out.endpoint = ApiEndpoint::kChatCompletions;
+  if (!body.contains("messages") || !body["messages"].is_array())
+    return make_field_error("messages", "'messages' is required and must be a list of messages");
+  std::vector<ChatMessage> messages;
+  for (size_t i = 0; i < body["messages"].size(); ++i) {
+    const json& m = body["messages"][i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return make_field_error("messages", "messages[" + std::to_string(i) + "] must be an object with a 'role'");
+    auto content = message_content(m, i);
+    if (!content.ok()) return content.error();
+    messages.push_back({m["role"].get<std::string>(), std::move(*content)});
+  }
+  auto text = render_chat(limits.chat_template, messages);
+  if (!text.ok()) return text.error();
+  out.gen.prompt = tokenizer.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+
+  // Chat's logprobs is a switch and top_logprobs the count; request_json reads an integer 'logprobs'.
+  json generation = body;
+  generation.erase("logprobs");
+  generation.erase("top_logprobs");
+  if (present(body, "max_completion_tokens")) generation["max_tokens"] = body["max_completion_tokens"];
+  PAGODA_RETURN_IF_ERROR(read_common(generation, out));
+  if (present(body, "max_completion_tokens") && out.gen.max_tokens < 1)
+    return make_field_error("max_completion_tokens", "'max_completion_tokens' must be at least 1");
+  bool logprobs = false;
+  if (present(body, "logprobs")) {
+    if (!body["logprobs"].is_boolean()) return make_field_error("logprobs", "'logprobs' must be true or false");
+    logprobs = body["logprobs"].get<bool>();
+  }
+  int32_t top = 0;
+  if (present(body, "top_logprobs")) {
+    const json& t = body["top_logprobs"];
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > 20)
+      return make_field_error("top_logprobs", "'top_logprobs' must be an integer between 0 and 20");
+    if (!logprobs) return make_field_error("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    top = static_cast<int32_t>(t.get<int64_t>());
+  }
+  out.gen.logprobs = logprobs ? top : -1;
+  PAGODA_RETURN_IF_ERROR(resolve_max_tokens(body, "messages", 0, limits, out));
+  return out;
+}
+
+}  // namespace pagoda

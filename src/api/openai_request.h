@@ -1,0 +1,41 @@
+// Reads the bodies of POST /v1/completions and /v1/chat/completions into a GenerationRequest plus the protocol's
+// own settings (streaming, usage chunks, the model name asked for). Unknown fields are ignored, as OpenAI-
+// compatible servers do; a field of a known name with a wrong type or value is an error naming it (Error::param).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/chat_template.h"
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+#include "util/result.h"
+
+namespace pagoda {
+
+enum class ApiEndpoint { kCompletions, kChatCompletions };
+
+struct OpenAiRequest {
+  ApiEndpoint endpoint = ApiEndpoint::kCompletions;
+  std::string model;           // as sent; empty when the body has none (the served model is meant)
+  bool stream = false;         // Server-Sent Events
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  GenerationRequest gen;       // prompt tokenized, max_tokens resolved against the context
+};
+
+// What the parser checks requests against.
+struct ApiLimits {
+  int64_t max_model_len = 0;  // prompt + max_tokens must fit
+  ChatTemplateFamily chat_template = ChatTemplateFamily::kChatml;
+};
+
+// prompt: a string, token ids, or a one-element list of either; max_tokens defaults to 16 as in OpenAI's API.
+Result<OpenAiRequest> parse_completion_request(const nlohmann::json& body, const Tokenizer& tokenizer,
+                                               const ApiLimits& limits);
+// messages: [{role, content}] with content a string or a list of {"type": "text", "text": ...} parts;
+// max_completion_tokens (or max_tokens) defaults to the rest of the context, as in vLLM. logprobs is a boolean
+// and top_logprobs (0..20) the number of alternatives.
+Result<OpenAiRequest> parse_chat_request(const nlohmann::json& body, const Tokenizer& tokenizer,
+                                         const ApiLimits& limits);
+
+}  // namespace pagoda

@@ -1,0 +1,174 @@
+#include "api/openai_response.h"
+
+namespace pagoda {
+namespace {
+
+using json = nlohmann::json;
+
+json byte_list(const std::string& s) {
+  json bytes = json::array();
+  for (unsigned char c : s) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+}  // namespace
+
+const char* openai_finish_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+    case FinishReason::kError:
+    case FinishReason::kNone:
+      break;
+  }
+  return "abort";
+}
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+std::string to_wire(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ResponseBuilder::ResponseBuilder(ApiEndpoint endpoint, std::string id, std::string model, int64_t created,
+                                 const Tokenizer& tokenizer, int32_t num_choices, int32_t logprobs)
+    : endpoint_(endpoint),
+      id_(std::move(id)),
+      model_(std::move(model)),
+      created_(created),
+      tokenizer_(tokenizer),
+      logprobs_(logprobs),
+      choices_(static_cast<size_t>(std::max(num_choices, 1))) {}
+
+json ResponseBuilder::chunk_base() const {
+  const bool chat = endpoint_ == ApiEndpoint::kChatCompletions;
+  json j = {{"id", id_},
+            {"object", chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", created_},
+            {"model", model_},
+            {"choices", json::array()}};
+  if (include_usage_null) j["usage"] = nullptr;
+  return j;
+}
+
+json ResponseBuilder::logprobs_for(const StreamEvent& ev, Choice& choice) const {
+  const std::string& piece = tokenizer_.piece(ev.token);
+  if (endpoint_ == ApiEndpoint::kChatCompletions) {
+    json top = json::array();
+    for (const TokenLogprob& t : ev.top_logprobs) {
+      const std::string& p = tokenizer_.piece(t.id);
+      top.push_back({{"token", p}, {"logprob", t.logprob}, {"bytes", byte_list(p)}});
+    }
+    return {{"token", piece}, {"logprob", ev.logprob}, {"bytes", byte_list(piece)}, {"top_logprobs", top}};
+  }
+  json top = json::object();
+  for (const TokenLogprob& t : ev.top_logprobs) top[tokenizer_.piece(t.id)] = t.logprob;
+  json entry = {{"token", piece}, {"logprob", ev.logprob}, {"top", top}, {"offset", choice.text_offset}};
+  return entry;
+}
+
+// Completions' logprobs are four parallel lists; chat's a list of entries under "content".
+void ResponseBuilder::append_logprobs(Choice& choice, const json& entry) const {
+  if (endpoint_ == ApiEndpoint::kChatCompletions) {
+    if (choice.logprobs.is_null()) choice.logprobs = {{"content", json::array()}};
+    choice.logprobs["content"].push_back(entry);
+    return;
+  }
+  if (choice.logprobs.is_null())
+    choice.logprobs = {{"tokens", json::array()},
+                       {"token_logprobs", json::array()},
+                       {"top_logprobs", json::array()},
+                       {"text_offset", json::array()}};
+  choice.logprobs["tokens"].push_back(entry["token"]);
+  choice.logprobs["token_logprobs"].push_back(entry["logprob"]);
+  choice.logprobs["top_logprobs"].push_back(entry["top"]);
+  choice.logprobs["text_offset"].push_back(entry["offset"]);
+}
+
+std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
+  std::vector<json> out;
+  if (ev.index < 0 || ev.index >= static_cast<int32_t>(choices_.size())) return out;
+  Choice& c = choices_[ev.index];
+  const bool chat = endpoint_ == ApiEndpoint::kChatCompletions;
+  if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError) return out;
+  json logprobs = nullptr;
+  if (ev.kind == StreamEvent::Kind::kToken) {
+    ++completion_tokens_;
+    if (logprobs_ >= 0) {
+      Choice scratch = {};
+      scratch.text_offset = c.text_offset;
+      const json entry = logprobs_for(ev, c);
+      append_logprobs(scratch, entry);
+      logprobs = scratch.logprobs;
+    }
+    c.text_offset += static_cast<int64_t>(ev.text.size());
+    if (ev.text.empty() && logprobs.is_null() && (!chat || c.role_sent)) return out;
+  }
+  json chunk = chunk_base();
+  json choice = {{"index", ev.index}};
+  if (chat) {
+    json delta = json::object();
+    if (!c.role_sent) {
+      delta["role"] = "assistant";
+      c.role_sent = true;
+    }
+    if (!ev.text.empty() || delta.contains("role")) delta["content"] = ev.text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = ev.text;
+  }
+  choice["logprobs"] = logprobs;
+  choice["finish_reason"] =
+      ev.kind == StreamEvent::Kind::kFinished ? json(openai_finish_reason(ev.finish)) : json(nullptr);
+  chunk["choices"].push_back(choice);
+  out.push_back(std::move(chunk));
+  return out;
+}
+
+json ResponseBuilder::usage_chunk(int64_t prompt_tokens) const {
+  json chunk = chunk_base();
+  chunk["usage"] = usage_json(prompt_tokens, completion_tokens_);
+  return chunk;
+}
+
+void ResponseBuilder::add(const StreamEvent& ev) {
+  if (ev.index < 0 || ev.index >= static_cast<int32_t>(choices_.size())) return;
+  Choice& c = choices_[ev.index];
+  if (ev.kind == StreamEvent::Kind::kToken) {
+    ++completion_tokens_;
+    if (logprobs_ >= 0) append_logprobs(c, logprobs_for(ev, c));
+    c.text_offset += static_cast<int64_t>(ev.text.size());
+  } else {
+    c.finish_reason = openai_finish_reason(ev.finish);
+  }
+  c.text += ev.text;
+}
+
+json ResponseBuilder::final_response(int64_t prompt_tokens) const {
+  const bool chat = endpoint_ == ApiEndpoint::kChatCompletions;
+  json j = {{"id", id_},
+            {"object", chat ? "chat.completion" : "text_completion"},
+            {"created", created_},
+            {"model", model_},
+            {"choices", json::array()}};
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    json choice = {{"index", i}};
+    if (chat)
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    else
+      choice["text"] = c.text;
+    choice["logprobs"] = c.logprobs;
+    choice["finish_reason"] = c.finish_reason ? json(c.finish_reason) : json(nullptr);
+    j["choices"].push_back(choice);
+  }
+  j["usage"] = usage_json(prompt_tokens, completion_tokens_);
+  return j;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,64 @@
+// Turns a request's stream events into OpenAI response objects: the chunks of a streamed response
+// ("text_completion" / "chat.completion.chunk") or, accumulated, the one final object with its usage.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/openai_request.h"
+#include "engine/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda {
+
+// "stop" / "length"; a request cut off by the server (client gone, shutdown) ends with "abort", as in vLLM.
+const char* openai_finish_reason(FinishReason reason);
+
+class ResponseBuilder {
+ public:
+  ResponseBuilder(ApiEndpoint endpoint, std::string id, std::string model, int64_t created, const Tokenizer& tokenizer,
+                  int32_t num_choices, int32_t logprobs);
+
+  // Streaming: the chunks this event produces (none for a token whose text is held back and that carries no
+  // logprobs). A kError event produces no chunk: the caller reports the error.
+  std::vector<nlohmann::json> chunks_for(const StreamEvent& event);
+  // The last chunk of a stream with include_usage: no choices, the usage.
+  nlohmann::json usage_chunk(int64_t prompt_tokens) const;
+
+  // Non-streaming: accumulate every event, then build the response.
+  void add(const StreamEvent& event);
+  nlohmann::json final_response(int64_t prompt_tokens) const;
+
+  int64_t completion_tokens() const { return completion_tokens_; }
+  bool include_usage_null = false;  // streamed chunks carry "usage": null (stream_options.include_usage)
+
+ private:
+  struct Choice {
+    std::string text;
+    nlohmann::json logprobs;  // accumulated, in the endpoint's format
+    const char* finish_reason = nullptr;
+    bool role_sent = false;  // chat streaming: the first delta carries the role
+    int64_t text_offset = 0;
+  };
+  nlohmann::json chunk_base() const;
+  nlohmann::json logprobs_for(const StreamEvent& event, Choice& choice) const;  // this token's logprobs entry
+  void append_logprobs(Choice& choice, const nlohmann::json& entry) const;
+
+  ApiEndpoint endpoint_;
+  std::string id_, model_;
+  int64_t created_;
+  const Tokenizer& tokenizer_;
+  int32_t logprobs_;
+  std::vector<Choice> choices_;
+  int64_t completion_tokens_ = 0;
+};
+
+// usage: {"prompt_tokens", "completion_tokens", "total_tokens"}
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+
+// Serialises for the wire; token text can hold partial UTF-8, which becomes U+FFFD instead of an exception.
+std::string to_wire(const nlohmann::json& value);
+
+}  // namespace pagoda

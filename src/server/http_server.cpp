@@ -1,0 +1,367 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/openai_request.h"
+#include "api/openai_response.h"
+
+namespace pagoda {
+namespace {
+
+using json = nlohmann::json;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+double seconds_between(SteadyTime a, SteadyTime b) { return std::chrono::duration<double>(b - a).count(); }
+
+// OpenAI's error shape: {"error": {"message", "type", "param", "code"}}.
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
+                const char* code = nullptr) {
+  const char* type = status == 401   ? "authentication_error"
+                     : status == 404 ? "not_found_error"
+                     : status == 429 ? "rate_limit_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  json err = {{"message", message},
+              {"type", type},
+              {"param", param.empty() ? json(nullptr) : json(param)},
+              {"code", code ? json(code) : json(nullptr)}};
+  res.status = status;
+  res.set_content(to_wire(json{{"error", err}}), "application/json");
+}
+
+const char* default_message(int status) {
+  switch (status) {
+    case 400:
+      return "malformed HTTP request";
+    case 404:
+      return "no such endpoint";
+    case 405:
+      return "method not allowed on this endpoint";
+    case 413:
+      return "the request body is larger than the server's limit";
+    case 414:
+      return "the request URI is too long";
+    default:
+      return status >= 500 ? "internal server error" : "request failed";
+  }
+}
+
+std::string sse_data(const json& value) { return "data: " + to_wire(value) + "\n\n"; }
+
+json error_payload(const std::string& message, int code) {
+  return {{"error", {{"message", message}, {"type", code >= 500 ? "server_error" : "invalid_request_error"},
+                     {"param", nullptr}, {"code", nullptr}}}};
+}
+
+// Per-request latency bookkeeping for the histograms.
+struct RequestClock {
+  SteadyTime arrival;
+  bool first_token_seen = false;
+  std::vector<SteadyTime> last_token;  // per choice
+  std::vector<bool> has_token;
+
+  RequestClock(SteadyTime t0, int32_t n) : arrival(t0), last_token(n), has_token(n, false) {}
+
+  void on_token(const StreamEvent& ev, ServerMetrics& m) {
+    const SteadyTime now = std::chrono::steady_clock::now();
+    if (!first_token_seen) {
+      first_token_seen = true;
+      m.time_to_first_token.observe(seconds_between(arrival, now));
+    }
+    const size_t i = static_cast<size_t>(ev.index);
+    if (i >= last_token.size()) return;
+    if (has_token[i]) m.inter_token_latency.observe(seconds_between(last_token[i], now));
+    has_token[i] = true;
+    last_token[i] = now;
+  }
+};
+
+// How a request ended, for the counters: the worst of its choices' reasons.
+struct Outcome {
+  bool error = false, abort = false, length = false;
+  void on_finish(FinishReason r) {
+    error |= r == FinishReason::kError;
+    abort |= r == FinishReason::kCancelled;
+    length |= r == FinishReason::kLength;
+  }
+  void record(ServerMetrics& m, SteadyTime arrival) const {
+    if (error) {
+      m.finished_error.fetch_add(1, std::memory_order_relaxed);
+    } else if (abort) {
+      m.finished_abort.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      (length ? m.finished_length : m.finished_stop).fetch_add(1, std::memory_order_relaxed);
+      m.e2e_request_latency.observe(seconds_between(arrival, std::chrono::steady_clock::now()));
+    }
+  }
+};
+
+}  // namespace
+
+HttpServer::HttpServer(ServerConfig config) : config_(std::move(config)) {
+  metrics_ctx_.model_name = config_.served_model_name;
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::start() {
+  http_ = std::make_unique<httplib::Server>();
+  const size_t threads = static_cast<size_t>(std::max(config_.http_threads, 8));
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(config_.max_body_bytes);
+  http_->set_write_timeout(config_.write_timeout_s, 0);
+  http_->set_read_timeout(30, 0);
+
+  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_.load()) return send_error(res, 503, "the model is loading");
+    if (draining_.load()) return send_error(res, 503, "the server is shutting down");
+    res.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
+  http_->Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string tenant;
+    if (authorize(req, res, &tenant)) handle_models(res);
+  });
+  http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, /*chat=*/false);
+  });
+  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, /*chat=*/true);
+  });
+  // Statuses the library sets itself (unknown path, body too large, unparsable request) get the JSON error shape.
+  http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) send_error(res, res.status, default_message(res.status));
+  });
+  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal server error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what += std::string(": ") + e.what();
+    } catch (...) {
+    }
+    send_error(res, 500, what);
+  });
+
+  if (config_.port == 0) {
+    port_ = http_->bind_to_any_port(config_.host);
+    if (port_ < 0) return make_error("cannot listen on " + config_.host + " (any port)");
+  } else {
+    if (!http_->bind_to_port(config_.host, config_.port))
+      return make_error("cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
+                        " (address in use, or not an address of this machine)");
+    port_ = config_.port;
+  }
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return Status::success();
+}
+
+void HttpServer::set_ready(const ServingContext& ctx) {
+  ctx_ = ctx;
+  capacity_ = static_cast<int64_t>(ctx.engine->config().max_num_seqs) + config_.max_queue;
+  metrics_ctx_.block_size = ctx.engine->pool_shape().block_size;
+  metrics_ctx_.num_blocks = ctx.engine->pool_shape().num_blocks;
+  ready_.store(true, std::memory_order_release);
+}
+
+void HttpServer::begin_drain() { draining_.store(true); }
+
+bool HttpServer::wait_idle(std::chrono::steady_clock::time_point deadline) {
+  while (in_flight_.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+void HttpServer::cancel_all() {
+  std::lock_guard lock(live_mu_);
+  for (const auto& s : live_) s->cancel();
+}
+
+void HttpServer::stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpServer::track(const std::shared_ptr<RequestStream>& s) {
+  std::lock_guard lock(live_mu_);
+  live_.insert(s);
+}
+
+void HttpServer::untrack(const std::shared_ptr<RequestStream>& s) {
+  std::lock_guard lock(live_mu_);
+  live_.erase(s);
+}
+
+std::string HttpServer::next_request_id(bool chat) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(request_counter_.fetch_add(1) + 1));
+  return buf;
+}
+
+bool HttpServer::authorize(const httplib::Request& req, httplib::Response& res, std::string* tenant) const {
+  tenant->clear();
+  if (config_.api_keys.empty()) return true;
+  const std::string header = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) {
+    send_error(res, 401, "missing API key: send 'Authorization: Bearer <key>'", {}, "invalid_api_key");
+    return false;
+  }
+  auto t = config_.api_keys.tenant_of(std::string_view(header).substr(prefix.size()));
+  if (!t) {
+    send_error(res, 401, "incorrect API key", {}, "invalid_api_key");
+    return false;
+  }
+  *tenant = *t;
+  return true;
+}
+
+void HttpServer::handle_models(httplib::Response& res) const {
+  if (!ready_.load(std::memory_order_acquire)) return send_error(res, 503, "the model is loading");
+  json model = {{"id", config_.served_model_name},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "pagoda"},
+                {"max_model_len", ctx_.max_model_len}};
+  res.set_content(to_wire(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
+}
+
+void HttpServer::handle_metrics(httplib::Response& res) const {
+  EngineStats stats;
+  if (ready_.load(std::memory_order_acquire)) stats = ctx_.engine->stats();  // the last published snapshot
+  res.set_content(render_metrics(metrics_, stats, metrics_ctx_), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void HttpServer::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const SteadyTime arrival = std::chrono::steady_clock::now();
+  std::string tenant;
+  if (!authorize(req, res, &tenant)) return;
+  if (!ready_.load(std::memory_order_acquire)) return send_error(res, 503, "the model is loading");
+  if (draining_.load()) {
+    res.set_header("Connection", "close");
+    return send_error(res, 503, "the server is shutting down");
+  }
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    return send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (body.is_object() && body.contains("model") && body["model"].is_string() &&
+      body["model"].get<std::string>() != config_.served_model_name)
+    return send_error(res, 404, "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" +
+                                    config_.served_model_name + "'",
+                      "model", "model_not_found");
+  const ApiLimits limits{ctx_.max_model_len, ctx_.chat_template};
+  const Tokenizer& tokenizer = ctx_.model->tokenizer();
+  auto parsed = chat ? parse_chat_request(body, tokenizer, limits) : parse_completion_request(body, tokenizer, limits);
+  if (!parsed.ok()) return send_error(res, 400, parsed.error().message, parsed.error().param);
+  OpenAiRequest& request = *parsed;
+
+  if (in_flight_.fetch_add(1) >= capacity_) {
+    in_flight_.fetch_sub(1);
+    metrics_.rejected_queue_full.fetch_add(1, std::memory_order_relaxed);
+    return send_error(res, 429, "the server's queue is full (" + std::to_string(capacity_) +
+                                    " requests in flight); retry later",
+                      {}, "queue_full");
+  }
+  const std::string id = next_request_id(chat);
+  request.gen.id = id;
+  request.gen.tenant = tenant;
+  const int32_t n = request.gen.n;
+  const int64_t prompt_tokens = static_cast<int64_t>(request.gen.prompt.size());
+  auto stream = ctx_.engine->submit(std::move(request.gen));
+  track(stream);
+  metrics_.prompt_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
+  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  auto builder = std::make_shared<ResponseBuilder>(request.endpoint, id, config_.served_model_name, created, tokenizer,
+                                                   n, request.gen.logprobs);
+
+  if (!request.stream) {
+    RequestClock clock(arrival, n);
+    Outcome outcome;
+    std::string error;
+    bool produced = false;
+    StreamEvent ev;
+    while (stream->next(&ev)) {
+      if (ev.kind == StreamEvent::Kind::kToken) {
+        clock.on_token(ev, metrics_);
+        produced = true;
+      } else {
+        outcome.on_finish(ev.finish);
+        if (ev.finish == FinishReason::kError && error.empty()) error = ev.error;
+      }
+      builder->add(ev);
+    }
+    outcome.record(metrics_, arrival);
+    untrack(stream);
+    in_flight_.fetch_sub(1);
+    // An error before any token is the engine refusing the request (it can never fit the KV pool, say).
+    if (!error.empty()) return send_error(res, produced ? 500 : 400, error);
+    res.set_content(to_wire(builder->final_response(prompt_tokens)), "application/json");
+    return;
+  }
+
+  builder->include_usage_null = request.include_usage;
+  struct StreamState {
+    std::shared_ptr<RequestStream> stream;
+    std::shared_ptr<ResponseBuilder> builder;
+    RequestClock clock;
+    Outcome outcome;
+    bool include_usage;
+    int64_t prompt_tokens;
+  };
+  auto state = std::make_shared<StreamState>(
+      StreamState{stream, builder, RequestClock(arrival, n), Outcome{}, request.include_usage, prompt_tokens});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, state](size_t, httplib::DataSink& sink) -> bool {
+        StreamEvent ev;
+        switch (state->stream->next_for(&ev, config_.heartbeat)) {
+          case RequestStream::WaitResult::kTimeout: {
+            static const char kHeartbeat[] = ": keep-alive\n\n";  // an SSE comment: clients skip it
+            return sink.write(kHeartbeat, sizeof kHeartbeat - 1);
+          }
+          case RequestStream::WaitResult::kEnd: {
+            std::string tail;
+            if (state->include_usage) tail += sse_data(state->builder->usage_chunk(state->prompt_tokens));
+            tail += "data: [DONE]\n\n";
+            if (!sink.write(tail.data(), tail.size())) return false;
+            sink.done();
+            return true;
+          }
+          case RequestStream::WaitResult::kEvent:
+            break;
+        }
+        std::string out;
+        if (ev.kind == StreamEvent::Kind::kToken) {
+          state->clock.on_token(ev, metrics_);
+        } else {
+          state->outcome.on_finish(ev.finish);
+          if (ev.finish == FinishReason::kError) out += sse_data(error_payload(ev.error, 500));
+        }
+        for (const json& chunk : state->builder->chunks_for(ev)) out += sse_data(chunk);
+        return out.empty() || sink.write(out.data(), out.size());
+      },
+      [this, state](bool) {
+        // Runs when the response ends for any reason: a client that went away leaves the request unfinished.
+        if (!state->stream->finished()) {
+          state->stream->cancel();
+          state->outcome.abort = true;
+        }
+        state->outcome.record(metrics_, state->clock.arrival);
+        untrack(state->stream);
+        in_flight_.fetch_sub(1);
+      });
+}
+
+}  // namespace pagoda

@@ -1,0 +1,106 @@
+// The OpenAI-compatible HTTP front end of an Engine (cpp-httplib, one thread per connection).
+//   POST /v1/completions, POST /v1/chat/completions   JSON or Server-Sent Events (stream: true)
+//   GET /v1/models, GET /health (200 once ready, 503 before and while draining), GET /metrics (Prometheus)
+// Handler threads never block the engine: they submit requests and read their RequestStream; the engine thread
+// only appends to streams. A streaming handler writes each event as it comes and an SSE comment line when idle
+// for a heartbeat, so a client that went away is noticed by a failed write and its request cancelled (its KV
+// blocks are freed by the next engine step). A slow reader blocks only its own handler thread, and is dropped
+// (request cancelled) once a write times out.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "api/chat_template.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "server/api_keys.h"
+#include "server/metrics.h"
+#include "util/result.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace pagoda {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0: any free port (see HttpServer::port())
+  std::string served_model_name;
+  ApiKeys api_keys;        // empty: no authentication
+  int32_t max_queue = 256;  // requests beyond max_num_seqs + max_queue in flight get 429
+  size_t max_body_bytes = size_t{4} << 20;
+  std::chrono::milliseconds heartbeat{500};  // idle streams send an SSE comment this often
+  int write_timeout_s = 10;                  // a client that accepts no bytes for this long is dropped
+  int http_threads = 64;                     // connection threads (each in-flight request holds one)
+};
+
+// What the server serves once the model is loaded.
+struct ServingContext {
+  const Model* model = nullptr;
+  Engine* engine = nullptr;
+  ChatTemplateFamily chat_template = ChatTemplateFamily::kChatml;
+  int64_t max_model_len = 0;
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerConfig config);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket (an error names the address) and starts serving on a background thread.
+  // Until set_ready(), /health answers 503 and the API endpoints 503.
+  Status start();
+  int port() const { return port_; }
+  void set_ready(const ServingContext& ctx);
+
+  // Graceful shutdown, step 1: /health turns 503 and new API requests are refused with 503.
+  void begin_drain();
+  // Step 2: waits until no request is in flight, or the deadline; true when all finished by themselves.
+  bool wait_idle(std::chrono::steady_clock::time_point deadline);
+  // Step 3 (after a missed deadline): cancels every request in flight; their streams end with "abort".
+  void cancel_all();
+  // Step 4: closes the listening socket and joins the server thread.
+  void stop();
+
+  int64_t in_flight() const { return in_flight_.load(); }
+  const ServerMetrics& metrics() const { return metrics_; }
+
+ private:
+  void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
+  void handle_models(httplib::Response& res) const;
+  void handle_metrics(httplib::Response& res) const;
+  bool authorize(const httplib::Request& req, httplib::Response& res, std::string* tenant) const;
+  void track(const std::shared_ptr<RequestStream>& s);
+  void untrack(const std::shared_ptr<RequestStream>& s);
+  std::string next_request_id(bool chat);
+
+  ServerConfig config_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+  ServingContext ctx_;
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<uint64_t> request_counter_{0};
+  ServerMetrics metrics_;
+  MetricsContext metrics_ctx_;
+  int64_t capacity_ = 0;  // max_num_seqs + max_queue
+
+  std::mutex live_mu_;
+  std::set<std::shared_ptr<RequestStream>> live_;  // streams in flight, for cancel_all
+};
+
+}  // namespace pagoda
