@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, then
-#   1. Release build: unit, golden (llama.cpp outputs and tokenizer vectors in ../shared) and CLI tests;
+#   1. Release build: unit, golden (llama.cpp outputs and tokenizer vectors in ../shared), CLI tests, and the
+#      server's end-to-end tests (OpenAI's npm client, raw HTTP, lifecycle, a 64-client load test);
 #   2. ASan+UBSan build: unit and golden tests again;
 #   3. libFuzzer: the GGUF reader, replaying the committed corpus and fuzzing for a bounded time.
 set -euo pipefail
@@ -8,6 +9,9 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs="$(nproc)"
 fuzz_seconds="${PAGODA_FUZZ_SECONDS:-60}"
+
+echo "== npm packages of the server tests (the official OpenAI client)"
+(cd tests/server && npm ci --no-audit --no-fund)
 
 echo "== release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

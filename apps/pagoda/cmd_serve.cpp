@@ -90,6 +90,7 @@ int run_serve(const ServeOptions& o) {
   sc.http_threads = std::clamp(o.engine.max_num_seqs + o.max_queue + 16, 64, 1024);
   auto config = engine_config(o.engine, o.model_path);
   if (!config.ok()) return fail(config.error().message);
+  config->prefault_kv = true;
 
   HttpServer server(sc);
   if (Status st = server.start(); !st.ok()) return fail(st.error().message);

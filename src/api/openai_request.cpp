@@ -30,6 +30,11 @@ Status read_common(const json& body, OpenAiRequest& out) {
       out.include_usage = so["include_usage"].get<bool>();
     }
   }
+  if (present(body, "return_tokens_as_token_ids")) {
+    if (!body["return_tokens_as_token_ids"].is_boolean())
+      return make_field_error("return_tokens_as_token_ids", "'return_tokens_as_token_ids' must be true or false");
+    out.tokens_as_ids = body["return_tokens_as_token_ids"].get<bool>();
+  }
   if (present(body, "user") && !body["user"].is_string())
     return make_field_error("user", "'user' must be a string");
   if (present(body, "priority"))  // a scheduling field of pagoda's own batch format, not offered over HTTP

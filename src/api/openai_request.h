@@ -20,6 +20,7 @@ struct OpenAiRequest {
   std::string model;           // as sent; empty when the body has none (the served model is meant)
   bool stream = false;         // Server-Sent Events
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids: logprob tokens read "token_id:N"
   GenerationRequest gen;       // prompt tokenized, max_tokens resolved against the context
 };
 

@@ -56,18 +56,22 @@ json ResponseBuilder::chunk_base() const {
   return j;
 }
 
+std::string ResponseBuilder::token_text(int32_t id) const {
+  return tokens_as_ids ? "token_id:" + std::to_string(id) : tokenizer_.piece(id);
+}
+
 json ResponseBuilder::logprobs_for(const StreamEvent& ev, Choice& choice) const {
-  const std::string& piece = tokenizer_.piece(ev.token);
+  const std::string piece = token_text(ev.token);
   if (endpoint_ == ApiEndpoint::kChatCompletions) {
     json top = json::array();
     for (const TokenLogprob& t : ev.top_logprobs) {
-      const std::string& p = tokenizer_.piece(t.id);
+      const std::string p = token_text(t.id);
       top.push_back({{"token", p}, {"logprob", t.logprob}, {"bytes", byte_list(p)}});
     }
     return {{"token", piece}, {"logprob", ev.logprob}, {"bytes", byte_list(piece)}, {"top_logprobs", top}};
   }
   json top = json::object();
-  for (const TokenLogprob& t : ev.top_logprobs) top[tokenizer_.piece(t.id)] = t.logprob;
+  for (const TokenLogprob& t : ev.top_logprobs) top[token_text(t.id)] = t.logprob;
   json entry = {{"token", piece}, {"logprob", ev.logprob}, {"top", top}, {"offset", choice.text_offset}};
   return entry;
 }

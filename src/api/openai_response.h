@@ -33,6 +33,7 @@ class ResponseBuilder {
 
   int64_t completion_tokens() const { return completion_tokens_; }
   bool include_usage_null = false;  // streamed chunks carry "usage": null (stream_options.include_usage)
+  bool tokens_as_ids = false;       // logprob tokens as "token_id:N" instead of their text
 
  private:
   struct Choice {
@@ -43,6 +44,7 @@ class ResponseBuilder {
     int64_t text_offset = 0;
   };
   nlohmann::json chunk_base() const;
+  std::string token_text(int32_t id) const;
   nlohmann::json logprobs_for(const StreamEvent& event, Choice& choice) const;  // this token's logprobs entry
   void append_logprobs(Choice& choice, const nlohmann::json& entry) const;
 

@@ -54,6 +54,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineC
   }
   auto kv = KvPool::create(shape);
   if (!kv.ok()) return kv.error();
+  if (config.prefault_kv) (*kv)->prefault();
   return std::unique_ptr<Engine>(new Engine(model, config, std::move(*kv)));
 }
 

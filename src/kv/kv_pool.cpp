@@ -35,6 +35,12 @@ int64_t KvPool::blocks_for_budget(const KvPoolShape& shape, uint64_t bytes) {
   return per_block == 0 ? 0 : static_cast<int64_t>(bytes / per_block);
 }
 
+void KvPool::prefault() {
+  const size_t floats = static_cast<size_t>(shape_.n_layer * shape_.layer_floats());
+  std::memset(k_.get(), 0, floats * sizeof(float));
+  std::memset(v_.get(), 0, floats * sizeof(float));
+}
+
 void KvPool::copy_block(BlockId src, BlockId dst, int32_t num_slots) {
   const int64_t block_floats = shape_.block_size * shape_.slot_floats();
   const size_t bytes = static_cast<size_t>(num_slots * shape_.slot_floats()) * sizeof(float);

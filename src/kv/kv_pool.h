@@ -42,6 +42,10 @@ class KvPool {
   const float* k(int64_t layer) const { return k_.get() + layer * shape_.layer_floats(); }
   const float* v(int64_t layer) const { return v_.get() + layer * shape_.layer_floats(); }
 
+  // Writes every page of the pool, so that all of it is resident now rather than faulted in as blocks are first
+  // used: a server's memory is then claimed at start-up and stays flat while serving.
+  void prefault();
+
   // Copies slots [0, num_slots) of block src to block dst in every layer (copy-on-write).
   void copy_block(BlockId src, BlockId dst, int32_t num_slots);
 

@@ -249,7 +249,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   json body;
   try {
     body = json::parse(req.body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of double's range
     return send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
   }
   if (body.is_object() && body.contains("model") && body["model"].is_string() &&
@@ -274,6 +274,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   request.gen.id = id;
   request.gen.tenant = tenant;
   const int32_t n = request.gen.n;
+  const int32_t logprobs = request.gen.logprobs;
   const int64_t prompt_tokens = static_cast<int64_t>(request.gen.prompt.size());
   auto stream = ctx_.engine->submit(std::move(request.gen));
   track(stream);
@@ -282,7 +283,9 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
   auto builder = std::make_shared<ResponseBuilder>(request.endpoint, id, config_.served_model_name, created, tokenizer,
-                                                   n, request.gen.logprobs);
+                                                   n, logprobs);
+  builder->tokens_as_ids = request.tokens_as_ids;
+  builder->include_usage_null = request.stream && request.include_usage;
 
   if (!request.stream) {
     RequestClock clock(arrival, n);
@@ -309,7 +312,6 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     return;
   }
 
-  builder->include_usage_null = request.include_usage;
   struct StreamState {
     std::shared_ptr<RequestStream> stream;
     std::shared_ptr<ResponseBuilder> builder;

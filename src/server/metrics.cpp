@@ -1,15 +1,16 @@
 #include "server/metrics.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 
 namespace pagoda {
 namespace {
 
+// The shortest text that reads back as the same double (0.3, not 0.29999999999999999).
 std::string number(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 // Label values escape backslash, quote and newline.

@@ -1,0 +1,160 @@
+// Server lifecycle and access control, each on its own `pagoda serve` process: API keys (401), queue limit
+// (429), tenant and cache_salt isolation of the prefix cache, client disconnects freeing KV blocks, and graceful
+// shutdown on SIGTERM / SIGINT.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { startServer } from './server_process.mjs';
+import { sseEvents, scrape } from './sse.mjs';
+
+const model = 'stories260K';
+const longPrompt = 'Once upon a time there was a little girl named Lily. She liked to play in the park with her dog. ' +
+  'One day the sun was hot and the birds sang in the big green tree near the pond.';
+
+function post(url, body, key) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  return fetch(`${url}/v1/completions`, { method: 'POST', headers, body: JSON.stringify({ model, ...body }) });
+}
+
+async function waitFor(predicate, ms = 5000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await predicate();
+    if (v) return v;
+    if (Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('API key: 401 without or with a wrong key; health and metrics stay open', async () => {
+  const s = await startServer(['--api-key', 'sekrit']);
+  try {
+    for (const apiKey of ['wrong', 'sekri', 'sekrit2']) {
+      const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey, maxRetries: 0 });
+      await assert.rejects(c.completions.create({ model, prompt: 'x', max_tokens: 1 }),
+        (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+      await assert.rejects(c.models.list(), (e) => e.status === 401);
+    }
+    const none = await fetch(`${s.url}/v1/completions`, { method: 'POST', body: '{"prompt":"x"}' });
+    assert.equal(none.status, 401);
+    assert.equal((await none.json()).error.code, 'invalid_api_key');
+    const ok = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'sekrit', maxRetries: 0 });
+    assert.equal((await ok.completions.create({ model, prompt: 'x', max_tokens: 2 })).usage.completion_tokens, 2);
+    assert.equal((await fetch(`${s.url}/health`)).status, 200);
+    assert.equal((await fetch(`${s.url}/metrics`)).status, 200);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+test('queue full: 429 beyond max-num-seqs + max-queue requests in flight', async () => {
+  const s = await startServer(['--max-num-seqs', '1', '--max-queue', '0']);
+  try {
+    const first = await post(s.url, { prompt: 'x', max_tokens: 1500, ignore_eos: true, stream: true });
+    assert.equal(first.status, 200);
+    const events = sseEvents(first.body);
+    await events.next();  // the first request is running
+    const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    await assert.rejects(c.completions.create({ model, prompt: 'y', max_tokens: 1 }),
+      (e) => e instanceof OpenAI.RateLimitError && e.status === 429);
+    await events.return();  // disconnect
+    await waitFor(async () => (await post(s.url, { prompt: 'y', max_tokens: 1 })).status === 200);
+    const m = await scrape(s.url);
+    assert.ok(m['pagoda:request_rejected_queue_full_total'] >= 1);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+test('a client that disconnects mid-stream frees its blocks', async () => {
+  const s = await startServer();
+  try {
+    const res = await post(s.url, { prompt: longPrompt, max_tokens: 1800, ignore_eos: true, stream: true });
+    const events = sseEvents(res.body);
+    for (let i = 0; i < 3; ++i) await events.next();
+    const busy = await scrape(s.url);
+    assert.equal(busy['pagoda:num_requests_running'], 1);
+    assert.ok(busy['pagoda:kv_cache_usage_perc'] > 0);
+    await events.return();  // closes the connection
+    const m = await waitFor(async () => {
+      const x = await scrape(s.url);
+      return x['pagoda:num_requests_running'] === 0 && x['pagoda:kv_cache_usage_perc'] === 0 ? x : null;
+    });
+    assert.ok(m, 'the request kept running after its client left');
+    assert.ok(m['pagoda:generation_tokens_total'] < 1800, 'the request ran to the end instead of being cancelled');
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+test('prefix cache is shared within a tenant and cache_salt only', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-keys-'));
+  const file = path.join(dir, 'keys');
+  fs.writeFileSync(file, '# tenant key\nacme key-a\nglobex key-b\n');
+  const s = await startServer(['--api-keys-file', file]);
+  try {
+    const hits = async () => (await scrape(s.url))['pagoda:prefix_cache_hits_total'];
+    const run = async (key, extra = {}) => {
+      const before = await hits();
+      const r = await post(s.url, { prompt: longPrompt, max_tokens: 1, ...extra }, key);
+      assert.equal(r.status, 200, await r.text());
+      return (await hits()) - before;
+    };
+    assert.equal(await run('key-a'), 0);           // cold
+    assert.ok(await run('key-a') > 0);             // same tenant: hit
+    assert.equal(await run('key-b'), 0);           // other tenant: no hit on acme's blocks
+    assert.equal(await run('key-a', { cache_salt: 's1' }), 0);  // a salt is its own namespace
+    assert.ok(await run('key-a', { cache_salt: 's1' }) > 0);
+    assert.equal(await run('key-b', { cache_salt: 's1' }), 0);  // the same salt under another tenant
+    assert.equal((await post(s.url, { prompt: 'x' }, 'key-c')).status, 401);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+    fs.rmSync(dir, { recursive: true });
+  }
+});
+
+test('SIGTERM drains: health 503, new requests 503, the stream in flight completes, exit 0', async () => {
+  const s = await startServer(['--shutdown-timeout', '60']);
+  const res = await post(s.url, { prompt: 'x', max_tokens: 1800, ignore_eos: true, stream: true });
+  const events = sseEvents(res.body);
+  await events.next();
+  s.proc.kill('SIGTERM');
+  await waitFor(async () => (await fetch(`${s.url}/health`)).status === 503);
+  assert.equal((await fetch(`${s.url}/health`)).status, 503);
+  assert.equal((await post(s.url, { prompt: 'y', max_tokens: 1 })).status, 503);
+  let finish = null, done = false, tokens = 1;
+  for await (const ev of events) {
+    if (ev === '[DONE]') done = true;
+    else for (const c of ev.choices) { tokens += 1; finish = c.finish_reason ?? finish; }
+  }
+  assert.ok(done);
+  assert.equal(finish, 'length');
+  const { code } = await s.exited;
+  assert.equal(code, 0, s.log());
+  assert.match(s.log(), /stopped/);
+});
+
+test('SIGINT past the deadline aborts the streams in flight, which still end cleanly; exit 0', async () => {
+  const s = await startServer(['--shutdown-timeout', '0']);
+  const res = await post(s.url, { prompt: 'x', max_tokens: 1800, ignore_eos: true, stream: true });
+  const events = sseEvents(res.body);
+  await events.next();
+  s.proc.kill('SIGINT');
+  let finish = null, done = false;
+  for await (const ev of events) {
+    if (ev === '[DONE]') done = true;
+    else for (const c of ev.choices) finish = c.finish_reason ?? finish;
+  }
+  assert.ok(done, 'no [DONE] after the abort');
+  assert.ok(finish === 'abort' || finish === 'length', `finish_reason ${finish}`);
+  const { code } = await s.exited;
+  assert.equal(code, 0, s.log());
+});
