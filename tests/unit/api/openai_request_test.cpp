@@ -1,0 +1,110 @@
+#include "api/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include "model/model.h"
+
+namespace pagoda {
+namespace {
+
+using json = nlohmann::json;
+
+class OpenAiRequestTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto m = Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
+    ASSERT_TRUE(m.ok());
+    model_ = std::move(*m).release();
+  }
+  static void TearDownTestSuite() { delete model_; }
+  static Result<OpenAiRequest> completion(const char* text, int64_t max_model_len = 512) {
+    return parse_completion_request(json::parse(text), model_->tokenizer(), ApiLimits{max_model_len, {}});
+  }
+  static Result<OpenAiRequest> chat(const char* text, int64_t max_model_len = 512) {
+    return parse_chat_request(json::parse(text), model_->tokenizer(), ApiLimits{max_model_len, {}});
+  }
+  static std::string param_of(const Result<OpenAiRequest>& r) { return r.ok() ? "(ok)" : r.error().param; }
+  static Model* model_;
+};
+Model* OpenAiRequestTest::model_ = nullptr;
+
+TEST_F(OpenAiRequestTest, CompletionDefaultsFollowOpenAi) {
+  auto r = completion(R"({"model": "m", "prompt": "Once upon a time"})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->model, "m");
+  EXPECT_FALSE(r->stream);
+  EXPECT_EQ(r->gen.max_tokens, 16);
+  EXPECT_FLOAT_EQ(r->gen.sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r->gen.sampling.top_p, 1.0f);
+  EXPECT_EQ(r->gen.n, 1);
+  EXPECT_EQ(r->gen.logprobs, -1);
+  EXPECT_EQ(r->gen.prompt, model_->tokenizer().encode("Once upon a time", true, true));
+}
+
+TEST_F(OpenAiRequestTest, PromptForms) {
+  EXPECT_EQ(completion(R"({"prompt": [1, 403, 407]})")->gen.prompt, (std::vector<int32_t>{1, 403, 407}));
+  EXPECT_EQ(completion(R"({"prompt": [[1, 403]]})")->gen.prompt, (std::vector<int32_t>{1, 403}));
+  EXPECT_EQ(completion(R"({"prompt": ["Hi"]})")->gen.prompt, completion(R"({"prompt": "Hi"})")->gen.prompt);
+  EXPECT_EQ(param_of(completion(R"({"prompt": ["a", "b"]})")), "prompt");
+  EXPECT_EQ(param_of(completion(R"({"prompt": []})")), "prompt");
+  EXPECT_EQ(param_of(completion(R"({"prompt": [100000]})")), "prompt");
+  EXPECT_EQ(param_of(completion(R"({"prompt": {"a": 1}})")), "prompt");
+  EXPECT_EQ(param_of(completion(R"({"max_tokens": 3})")), "prompt");
+  EXPECT_FALSE(completion(R"([1, 2])").ok());
+}
+
+TEST_F(OpenAiRequestTest, UnknownFieldsAreIgnoredKnownOnesChecked) {
+  EXPECT_TRUE(completion(R"({"prompt": "x", "frobnicate": [1, {"a": null}], "user": "u"})").ok());
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "user": 5})")), "user");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "temperature": -1})")), "temperature");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "temperature": "1"})")), "temperature");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "max_tokens": 0})")), "max_tokens");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "stream": 1})")), "stream");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "stream_options": {"include_usage": true}})")),
+            "stream_options");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "echo": true})")), "echo");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "priority": 1})")), "priority");
+  auto s = completion(R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": true}})");
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->stream && s->include_usage);
+}
+
+TEST_F(OpenAiRequestTest, ContextLimitNamesTheField) {
+  // 2 prompt tokens + 10 fit a context of 12; 11 do not.
+  EXPECT_TRUE(completion(R"({"prompt": [1, 2], "max_tokens": 10})", 12).ok());
+  auto over = completion(R"({"prompt": [1, 2], "max_tokens": 10})", 11);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().param, "max_tokens");
+  EXPECT_NE(over.error().message.find("maximum context length is 11"), std::string::npos);
+  EXPECT_EQ(param_of(completion(R"({"prompt": [1, 2, 3, 4]})", 4)), "prompt");
+}
+
+TEST_F(OpenAiRequestTest, ChatRendersMessagesAndDefaultsMaxTokensToTheContext) {
+  auto r = chat(R"({"messages": [{"role": "user", "content": "Hi"}]})", 100);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto want = model_->tokenizer().encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", true, true);
+  EXPECT_EQ(r->gen.prompt, want);
+  EXPECT_EQ(r->gen.max_tokens, 100 - static_cast<int64_t>(want.size()));
+  EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "Hi"}], "max_completion_tokens": 5})")->gen.max_tokens, 5);
+  auto parts = chat(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "H"},
+                                                                    {"type": "text", "text": "i"}]}]})");
+  EXPECT_EQ(parts->gen.prompt, chat(R"({"messages": [{"role": "user", "content": "Hi"}]})")->gen.prompt);
+}
+
+TEST_F(OpenAiRequestTest, ChatLogprobsAndErrors) {
+  EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})")->gen.logprobs, 0);
+  EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 4})")
+                ->gen.logprobs,
+            4);
+  EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": false})")->gen.logprobs, -1);
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})")),
+            "top_logprobs");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})")), "logprobs");
+  EXPECT_EQ(param_of(chat(R"({"messages": {}})")), "messages");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user"}], "max_completion_tokens": -2})")), "max_tokens");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": 3, "content": "x"}]})")), "messages");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")), "messages");
+}
+
+}  // namespace
+}  // namespace pagoda
