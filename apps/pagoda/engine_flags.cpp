@@ -17,6 +17,8 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("--max-model-len", f.max_model_len,
                  "Most tokens per sequence, prompt included (default: the model's training context)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 31));
+  cmd.add_flag("--no-enable-prefix-caching", f.no_prefix_caching,
+               "Never reuse K/V of earlier prompts (forks of one request still share)");
   add_threads_flag(cmd, f.threads);
 }
 
@@ -33,6 +35,7 @@ Result<EngineConfig> engine_config(const EngineFlags& f, const std::string& mode
   c.max_num_batched_tokens = f.max_num_batched_tokens;
   c.max_model_len = f.max_model_len;
   c.num_threads = f.threads;
+  c.enable_prefix_caching = !f.no_prefix_caching;
   c.model_id = model_path;
   return c;
 }

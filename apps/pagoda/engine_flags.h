@@ -18,6 +18,7 @@ struct EngineFlags {
   int32_t max_num_batched_tokens = 2048;
   int64_t max_model_len = 0;
   int threads = 1;
+  bool no_prefix_caching = false;
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

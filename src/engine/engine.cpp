@@ -70,6 +70,7 @@ Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<K
   bc.block_size = config_.block_size;
   bc.watermark_blocks = config_.watermark_blocks >= 0 ? config_.watermark_blocks : bc.num_blocks / 100;
   if (bc.watermark_blocks >= bc.num_blocks) bc.watermark_blocks = 0;
+  bc.enable_prefix_caching = config_.enable_prefix_caching;
   blocks_ = std::make_unique<BlockManager>(bc, *clock);
   scheduler_ =
       std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens}, *blocks_);

@@ -45,6 +45,7 @@ struct EngineConfig {
   uint64_t seed = 0;              // seeds the requests that bring none
   std::string model_id;           // prefix-cache namespace of these weights
   AttentionImpl attention = AttentionImpl::kFused;
+  bool enable_prefix_caching = true;
   bool prefault_kv = false;  // make the whole KV pool resident at creation (servers: flat memory while serving)
   Clock* clock = nullptr;  // LRU clock; nullptr: a steady clock
 };

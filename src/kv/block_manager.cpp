@@ -22,7 +22,7 @@ const BlockManager::Sequence& BlockManager::seq_state(SeqId seq) const {
 std::vector<std::pair<BlockId, BlockKey>> BlockManager::find_cached_prefix(std::span<const int32_t> prompt,
                                                                            const CacheNamespace& ns) const {
   std::vector<std::pair<BlockId, BlockKey>> hits;
-  if (prompt.empty()) return hits;
+  if (prompt.empty() || !config_.enable_prefix_caching) return hits;
   const size_t bs = config_.block_size;
   // The block holding the last prompt token is never taken from the cache: it must be computed for logits.
   const size_t max_blocks = (prompt.size() - 1) / bs;
@@ -105,6 +105,7 @@ int64_t BlockManager::append_slot(SeqId seq, int32_t token, std::optional<BlockC
 void BlockManager::mark_computed(SeqId seq, int64_t num_computed) {
   Sequence& s = seqs_.at(seq);
   assert(num_computed <= static_cast<int64_t>(s.tokens.size()));
+  if (!config_.enable_prefix_caching) return;
   const size_t bs = config_.block_size;
   while ((s.keys.size() + 1) * bs <= static_cast<size_t>(num_computed)) {
     const size_t i = s.keys.size();

@@ -35,6 +35,8 @@ struct BlockManagerConfig {
   // New sequences are admitted only while this many blocks would stay available, so that running sequences
   // keep room to grow.
   int32_t watermark_blocks = 0;
+  // false: no block is looked up or registered in the prefix cache (forks still share their prompt's blocks).
+  bool enable_prefix_caching = true;
 };
 
 // Copy slots [0, num_slots) of block src into block dst (the K/V of every layer): the engine performs it before

@@ -67,6 +67,20 @@ TEST(BlockManager, PrefixHitReusesComputedFullBlocksButNeverTheLastPromptBlock) 
   expect_ok(bm);
 }
 
+TEST(BlockManager, PrefixCachingOffNeverShares) {
+  ManualClock clock;
+  BlockManager bm({16, 16, 0, /*enable_prefix_caching=*/false}, clock);
+  const auto prompt = iota_tokens(40);
+  bm.allocate(SeqId{1}, prompt, kNs);
+  bm.mark_computed(SeqId{1}, 40);
+  EXPECT_EQ(bm.allocate(SeqId{2}, prompt, kNs), 0);
+  bm.free(SeqId{1});
+  EXPECT_EQ(bm.allocate(SeqId{3}, prompt, kNs), 0);
+  EXPECT_EQ(bm.stats().prefix_hit_tokens, 0);
+  EXPECT_EQ(bm.stats().cached_free_blocks, 0);
+  expect_ok(bm);
+}
+
 TEST(BlockManager, UncomputedBlocksAreNotShared) {
   ManualClock clock;
   BlockManager bm({16, 16, 0}, clock);
