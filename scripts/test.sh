@@ -3,7 +3,8 @@
 #   1. Release build: unit, golden (llama.cpp outputs and tokenizer vectors in ../shared), CLI tests, and the
 #      server's end-to-end tests (OpenAI's npm client, raw HTTP, lifecycle, a 64-client load test);
 #   2. ASan+UBSan build: unit and golden tests again;
-#   3. libFuzzer: the GGUF reader, replaying the committed corpus and fuzzing for a bounded time.
+#   3. libFuzzer: the GGUF reader and the HTTP request parsers, replaying the committed corpora and fuzzing for a
+#      bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -24,11 +25,15 @@ cmake --build build-asan -j "$jobs" --target pagoda_unit_tests pagoda_golden_tes
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'unit|golden'
 
-echo "== fuzzing the GGUF reader for ${fuzz_seconds}s"
+echo "== fuzzing the GGUF reader for ${fuzz_seconds}s and the HTTP request parsers for $((fuzz_seconds / 2))s"
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_FUZZ=ON -DPAGODA_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader
-mkdir -p build-fuzz/corpus
-cp tests/fuzz/corpus/gguf/* build-fuzz/corpus/
+cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_openai_request
+for target in gguf openai; do
+  mkdir -p "build-fuzz/corpus-$target"
+  cp tests/fuzz/corpus/"$target"/* "build-fuzz/corpus-$target/"
+done
 ./build-fuzz/tests/fuzz/fuzz_gguf_reader -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 \
-  -print_final_stats=1 build-fuzz/corpus tests/fuzz/corpus/gguf 2>&1 | tail -n 15
+  -print_final_stats=1 build-fuzz/corpus-gguf tests/fuzz/corpus/gguf 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_openai_request -max_total_time="$((fuzz_seconds / 2))" -max_len=8192 -rss_limit_mb=2048 \
+  -print_final_stats=1 build-fuzz/corpus-openai tests/fuzz/corpus/openai 2>&1 | tail -n 15
 echo "== all tests passed"

@@ -1,0 +1,48 @@
+// libFuzzer target: untrusted HTTP bodies through everything `pagoda serve` does with them before the engine:
+// JSON parsing, the completions and chat request parsers (tokenizer, chat template, context limit), and the
+// response builder fed with the parsed request's shape. Also the API keys file parser. Nothing may crash, leak
+// or trip the sanitizers; errors are fine.
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "api/openai_request.h"
+#include "api/openai_response.h"
+#include "model/model.h"
+#include "server/api_keys.h"
+
+namespace {
+
+const pagoda::Model& model() {
+  static const pagoda::Model* m = [] {
+    auto loaded = pagoda::Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
+    if (!loaded.ok()) __builtin_trap();
+    return std::move(*loaded).release();
+  }();
+  return *m;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  (void)pagoda::ApiKeys::parse(text, "fuzz");
+  const nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return 0;
+  const pagoda::ApiLimits limits{512, pagoda::ChatTemplateFamily::kLlama2};
+  for (bool chat : {false, true}) {
+    auto r = chat ? pagoda::parse_chat_request(body, model().tokenizer(), limits)
+                  : pagoda::parse_completion_request(body, model().tokenizer(), limits);
+    if (!r.ok()) continue;
+    pagoda::ResponseBuilder builder(r->endpoint, "id", "m", 0, model().tokenizer(), r->gen.n, r->gen.logprobs);
+    pagoda::StreamEvent ev;
+    ev.token = r->gen.prompt.back();
+    ev.text = "x";
+    ev.top_logprobs = {{r->gen.prompt.front(), -1.0f}};
+    (void)builder.chunks_for(ev);
+    builder.add(ev);
+    (void)pagoda::to_wire(builder.final_response(static_cast<int64_t>(r->gen.prompt.size())));
+  }
+  return 0;
+}
