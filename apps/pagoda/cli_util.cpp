@@ -29,17 +29,24 @@ std::string json_line(const nlohmann::ordered_json& value) {
   return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+std::optional<double> parse_number(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  if (used != text.size()) return std::nullopt;
+  return v;
+}
+
 CLI::Validator finite_range(double lo, double hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {
-        double v = 0;
-        size_t used = 0;
-        try {
-          v = std::stod(text, &used);
-        } catch (...) {
-          return "'" + text + "' is not a number";
-        }
-        if (used != text.size()) return "'" + text + "' is not a number";
+        const auto parsed = parse_number(text);
+        if (!parsed) return "'" + text + "' is not a number";
+        const double v = *parsed;
         if (!std::isfinite(v) || v < lo || v > hi)
           return "'" + text + "' is out of range [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) +
                  "]";

@@ -7,10 +7,12 @@
 //     tok/s (the remaining N - 1 tokens of every sequence over the time they took), as llama-batched-bench does.
 //   --cached-prefix K: time to first token of a P-token request whose first K tokens are in the prefix cache,
 //     against the same request cold.
+// `pagoda bench serve` (a load generator for a running server) is in cmd_bench_serve.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
+#include "cmd_bench_serve.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
@@ -258,7 +260,7 @@ int run(const BenchOptions& o) {
 void add_bench_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode speed");
-  cmd->add_option("model", opts->model_path, "Model file (GGUF)")->required();
+  cmd->add_option("model", opts->model_path, "Model file (GGUF)");  // required unless `bench serve`
   cmd->add_option("-p,--n-prompt", opts->n_prompt, "Prompt tokens (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("-n,--n-gen", opts->n_gen, "Generated tokens (default 64)")
@@ -277,7 +279,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--attention", opts->attention, "Engine attention kernel: fused (default) or reference")
       ->check(CLI::IsMember({"fused", "reference"}));
   add_engine_flags(*cmd, opts->engine);
-  cmd->callback([opts, &action] {
+  add_bench_serve_command(*cmd, action);
+  cmd->callback([opts, cmd, &action] {
+    // CLI11 runs this after the `serve` subcommand's callback, which has set the action.
+    if (!cmd->get_subcommands().empty()) return;
+    if (opts->model_path.empty()) throw CLI::RequiredError("model");
     opts->threads = opts->engine.threads;  // -t is registered with the engine flags
     action = [opts] { return run(*opts); };
   });

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace pagoda::cli {
@@ -24,6 +25,9 @@ int fail(const std::string& message);
 
 // Serialises a JSON value on one line; invalid UTF-8 in strings becomes U+FFFD rather than an exception.
 std::string json_line(const nlohmann::ordered_json& value);
+
+// The whole of `text` as a number (inf and nan included); nullopt when it is not one.
+std::optional<double> parse_number(const std::string& text);
 
 // A validator for a finite number in [lo, hi] (CLI::Range lets NaN through).
 CLI::Validator finite_range(double lo, double hi);

@@ -113,5 +113,21 @@ echo "$out" | grep -qE '"ttft_cold_ms":[0-9.e+-]+,"ttft_cached_ms":[0-9.e+-]+' &
 echo "$out" | grep -qE '"prefix_hit_tokens":[1-9]' && ok || bad "bench --cached-prefix had no prefix hits: $out"
 expect_error "bench cached prefix too long" "cached-prefix" -- bench "$model" --cached-prefix 64 -p 32
 
+# --- bench serve (load generator) and serve: flag and reachability errors; the server itself is tested in tests/server
+expect_error "bench serve nothing listening" "cannot connect" -- bench serve --base-url http://127.0.0.1:9 --model m
+expect_error "bench serve concurrency 0" "concurrency" -- bench serve --base-url http://127.0.0.1:9 --model m --concurrency 1,0
+expect_error "bench serve bad url" "base-url" -- bench serve --base-url ftp://x --model m
+expect_error "bench without model" "model" -- bench
+expect_error "serve missing model" "model.gguf|File does not exist" -- serve "$tmp/missing.gguf"
+expect_error "serve bad port" "port" -- serve "$model" --port 70000
+expect_error "serve bad keys file" "TENANT KEY" -- serve "$model" --api-keys-file "$model"
+# A second server on the port of a running one: a clear error, exit 1.
+"$pagoda" serve "$model" --port 0 --kv-cache-mem 16MiB 2>"$tmp/first" &
+first=$!
+for _ in $(seq 100); do grep -q "serving '" "$tmp/first" && break; sleep 0.1; done
+port=$(grep -o "serving '.*' on http://[0-9.]*:[0-9]*" "$tmp/first" | sed 's/.*://')
+expect_error "serve on a port in use" "cannot listen on 127.0.0.1:$port" -- serve "$model" --port "$port" --kv-cache-mem 16MiB
+kill -TERM "$first"; wait "$first" && ok || bad "serve did not exit 0 on SIGTERM: $(cat "$tmp/first")"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

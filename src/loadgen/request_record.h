@@ -1,0 +1,28 @@
+// What one benchmark request measured: the timing of its streamed tokens, or why it failed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pagoda::loadgen {
+
+struct RequestRecord {
+  int64_t input_tokens = 0;          // prompt length sent
+  std::optional<std::string> error;  // set when the request failed; the fields below are then not measured
+  double ttft_s = 0;                 // send -> first token chunk
+  double e2e_s = 0;                  // send -> end of the response
+  std::vector<double> itl_s;         // gaps between successive token chunks [token chunks - 1]
+  int64_t output_tokens = 0;         // usage.completion_tokens, else the number of token chunks
+
+  bool ok() const { return !error; }
+
+  // Time per output token after the first; only defined for more than one output token.
+  std::optional<double> tpot_s() const {
+    if (!ok() || output_tokens <= 1) return std::nullopt;
+    return (e2e_s - ttft_s) / static_cast<double>(output_tokens - 1);
+  }
+};
+
+}  // namespace pagoda::loadgen
