@@ -1,6 +1,7 @@
 // pagoda bench serve --base-url URL --model NAME [--concurrency C[,C2,...]] [--num-prompts N] [--input-len I]
 //                    [--output-len O] [--shared-prefix-len S] [--request-rate R] [--seed S] [--vocab-size V]
-//                    [--slo-ttft-ms X] [--slo-tpot-ms Y] [--api-key KEY] [--timeout SECONDS] [--format json]
+//                    [--slo-ttft-ms X] [--slo-tpot-ms Y] [--api-key KEY] [--timeout SECONDS] [--extra-body JSON]
+//                    [--format json]
 //                    [--plot FILE]
 // Measures a running OpenAI-compatible server (pagoda serve, llama-server, vLLM) with streamed /v1/completions
 // requests, as vLLM's benchmark_serving does. For each concurrency value C, N prompts of S shared + I unique
@@ -46,6 +47,7 @@ struct ServeBenchOptions {
   std::optional<double> slo_ttft_ms;
   std::optional<double> slo_tpot_ms;
   double timeout_s = 600;
+  std::string extra_body;  // JSON object merged into every request body
   std::string format = "text";
   std::string plot_path;
 };
@@ -181,7 +183,12 @@ int run(const ServeBenchOptions& o) {
     plot_file.open(o.plot_path);
     if (!plot_file) return fail("cannot open --plot file '" + o.plot_path + "' for writing");
   }
-  const loadgen::LoadGenerator generator({*endpoint, o.model, o.api_key, o.timeout_s});
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  if (!o.extra_body.empty()) {
+    extra = nlohmann::ordered_json::parse(o.extra_body, nullptr, /*allow_exceptions=*/false);
+    if (!extra.is_object()) return fail("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'");
+  }
+  const loadgen::LoadGenerator generator({*endpoint, o.model, o.api_key, o.timeout_s, extra});
   Rng prompt_rng(o.seed), arrival_rng(o.seed ^ kArrivalStream);
   const auto prefix = loadgen::random_token_ids(prompt_rng, o.shared_prefix_len, o.vocab_size);
 
@@ -252,6 +259,8 @@ void add_bench_serve_command(CLI::App& bench, Action& action) {
   cmd->add_option("--api-key", opts->api_key, "Sent as 'Authorization: Bearer KEY'");
   cmd->add_option("--timeout", opts->timeout_s, "Longest wait to connect or for the next bytes, seconds (default 600)")
       ->check(finite_range(0.001, 86400.0));
+  cmd->add_option("--extra-body", opts->extra_body,
+                  "JSON object merged into every request body, e.g. '{\"logit_bias\": {\"3\": -100}}'");
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--plot", opts->plot_path, "Write latency CDFs (and scaling with concurrency) as an SVG file");
   cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });

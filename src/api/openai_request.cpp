@@ -42,6 +42,14 @@ Status read_common(const json& body, OpenAiRequest& out) {
   return read_generation_fields(body, out.gen);
 }
 
+Status check_logit_bias_ids(const OpenAiRequest& out, const Tokenizer& tokenizer) {
+  for (const auto& [id, bias] : out.gen.sampling.logit_bias)
+    if (id >= tokenizer.n_vocab())
+      return make_field_error("logit_bias", "'logit_bias' names token " + std::to_string(id) +
+                                                ", outside the vocabulary of " + std::to_string(tokenizer.n_vocab()));
+  return Status::success();
+}
+
 // max_tokens against the context: an explicit value must fit; none means `default_max` (or the rest of the
 // context when default_max is 0).
 Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t default_max, const ApiLimits& limits,
@@ -112,6 +120,7 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
   if (present(body, "best_of") && body["best_of"] != 1 && body["best_of"] != body.value("n", json(1)))
     return make_field_error("best_of", "'best_of' other than n is not supported");
   PAGODA_RETURN_IF_ERROR(read_common(body, out));
+  PAGODA_RETURN_IF_ERROR(check_logit_bias_ids(out, tokenizer));
   PAGODA_RETURN_IF_ERROR(resolve_max_tokens(body, "prompt", 16, limits, out));
   return out;
 }
@@ -141,6 +150,7 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   generation.erase("top_logprobs");
   if (present(body, "max_completion_tokens")) generation["max_tokens"] = body["max_completion_tokens"];
   PAGODA_RETURN_IF_ERROR(read_common(generation, out));
+  PAGODA_RETURN_IF_ERROR(check_logit_bias_ids(out, tokenizer));
   if (present(body, "max_completion_tokens") && out.gen.max_tokens < 1)
     return make_field_error("max_completion_tokens", "'max_completion_tokens' must be at least 1");
   bool logprobs = false;

@@ -1,5 +1,7 @@
 #include "api/request_json.h"
 
+#include <charconv>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -67,7 +69,8 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
                                               "repetition_penalty",
                                               "ignore_eos",
                                               "priority",
-                                              "cache_salt"};
+                                              "cache_salt",
+                                              "logit_bias"};
   for (const auto& [key, value] : body.items())
     if (!known.count(key)) return make_field_error(key, "unknown field '" + key + "'");
 
@@ -142,6 +145,21 @@ Status read_generation_fields(const json& body, GenerationRequest& r) {
   if (present(body, "cache_salt")) {
     if (!body["cache_salt"].is_string()) return make_field_error("cache_salt", "'cache_salt' must be a string");
     r.cache_salt = body["cache_salt"].get<std::string>();
+  }
+  if (present(body, "logit_bias")) {
+    const json& lb = body["logit_bias"];
+    if (!lb.is_object()) return make_field_error("logit_bias", "'logit_bias' must be an object {\"token id\": bias}");
+    if (lb.size() > 1024) return make_field_error("logit_bias", "'logit_bias' may hold at most 1024 tokens");
+    for (const auto& [key, value] : lb.items()) {
+      int64_t id = -1;
+      const auto parsed = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (parsed.ec != std::errc() || parsed.ptr != key.data() + key.size() || id < 0 || id > INT32_MAX)
+        return make_field_error("logit_bias", "'logit_bias' keys must be token ids, got '" + key + "'");
+      if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100.0 ||
+          value.get<double>() > 100.0)
+        return make_field_error("logit_bias", "'logit_bias' values must be numbers between -100 and 100");
+      r.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
+    }
   }
   if (present(body, "stop")) {
     const json& s = body["stop"];

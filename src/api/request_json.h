@@ -14,7 +14,7 @@ namespace pagoda {
 // Defaults follow the OpenAI API: temperature 1, top_p 1, no top-k, max_tokens 16, n 1.
 // Fields: prompt (string) or prompt_ids (token ids), max_tokens, temperature, top_p, top_k, min_p, seed, stop
 // (string or list of strings), n, logprobs (0..20), presence_penalty, frequency_penalty, repetition_penalty,
-// ignore_eos, priority, cache_salt; "id" is the caller's and is not read here. An unknown field is an error that
+// ignore_eos, priority, cache_salt, logit_bias ({"token id": bias in [-100, 100]}); "id" is the caller's and is not read here. An unknown field is an error that
 // names it, so typos in batch files do not pass silently.
 Result<GenerationRequest> request_from_json(const nlohmann::json& body, const Tokenizer& tokenizer);
 

@@ -195,6 +195,11 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
         error = "prompt token id " + std::to_string(id) + " is outside the vocabulary";
         break;
       }
+    for (const auto& [id, bias] : r.sampling.logit_bias)
+      if (id >= model_.hparams().n_vocab) {
+        error = "logit_bias token id " + std::to_string(id) + " is outside the vocabulary";
+        break;
+      }
   }
   if (!error.empty()) return fail_request(std::move(rs), error);
 

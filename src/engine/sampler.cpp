@@ -14,6 +14,9 @@ Status SamplingParams::validate() const {
     return bad("repetition_penalty must be a number > 0");
   if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) return bad("presence_penalty must be in [-2, 2]");
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) return bad("frequency_penalty must be in [-2, 2]");
+  for (const auto& [id, bias] : logit_bias)
+    if (id < 0 || !(bias >= -100.0f && bias <= 100.0f))
+      return bad("logit_bias needs token ids >= 0 and biases in [-100, 100]");
   return Status::success();
 }
 
@@ -37,7 +40,8 @@ int32_t Sampler::argmax(std::span<const float> logits) {
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt,
                         std::span<const int32_t> output) {
-  if (params_.has_penalties() && (!prompt.empty() || !output.empty())) {
+  const bool penalize_history = params_.has_penalties() && (!prompt.empty() || !output.empty());
+  if (penalize_history || !params_.logit_bias.empty()) {
     const int32_t n = static_cast<int32_t>(logits.size());
     penalized_.assign(logits.begin(), logits.end());
     counts_.resize(logits.size());
@@ -61,6 +65,8 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
       penalized_[id] -= params_.frequency_penalty * counts_[id] + params_.presence_penalty;
       counts_[id] = 0;  // once per distinct token; also leaves counts_ zeroed for the next call
     }
+    for (const auto& [id, bias] : params_.logit_bias)
+      if (id >= 0 && id < n) penalized_[id] += bias;
     logits = penalized_;
   }
   if (params_.temperature <= 0.0f) return argmax(logits);

@@ -21,9 +21,11 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;  // > 1 discourages every token of the prompt and output (1 disables)
   float presence_penalty = 0.0f;    // subtracted once from the logit of each token already in the output
   float frequency_penalty = 0.0f;   // subtracted per occurrence in the output
+  std::vector<std::pair<int32_t, float>> logit_bias = {};  // (token id, added to its logit), after the penalties
 
   // An Error naming the first field out of range (for request validation).
   Status validate() const;
+  bool adjusts_logits() const { return has_penalties() || !logit_bias.empty(); }
   bool has_penalties() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }

@@ -46,14 +46,16 @@ std::string transport_error(httplib::Error err, const std::string& origin) {
   }
 }
 
-std::string request_body(const std::string& model, const std::vector<int32_t>& prompt, int64_t max_tokens) {
-  const nlohmann::ordered_json body = {{"model", model},
+std::string request_body(const std::string& model, const std::vector<int32_t>& prompt, int64_t max_tokens,
+                         const nlohmann::ordered_json& extra) {
+  nlohmann::ordered_json body = {{"model", model},
                                        {"prompt", prompt},
                                        {"max_tokens", max_tokens},
                                        {"temperature", 0},
                                        {"ignore_eos", true},
                                        {"stream", true},
                                        {"stream_options", {{"include_usage", true}}}};
+  for (const auto& [key, value] : extra.items()) body[key] = value;  // --extra-body: added or replaced
   return body.dump();
 }
 
@@ -110,7 +112,7 @@ RequestRecord LoadGenerator::send(httplib::Client& client, const std::vector<int
   httplib::Request req;
   req.method = "POST";
   req.path = config_.endpoint.path_prefix + "/v1/completions";
-  req.body = request_body(config_.model, prompt, max_tokens);
+  req.body = request_body(config_.model, prompt, max_tokens, config_.extra_body);
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "text/event-stream");
   req.set_header("Accept-Encoding", "identity");  // a compressed stream would arrive in bursts

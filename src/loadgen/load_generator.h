@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,7 @@ struct ClientConfig {
   std::string model;       // the request's "model" field
   std::string api_key;     // sent as "Authorization: Bearer KEY" when not empty
   double timeout_s = 600;  // longest wait for the connection, or for the next bytes of a response
+  nlohmann::ordered_json extra_body = nlohmann::ordered_json::object();  // fields added to (or replacing) each body's
 };
 
 struct RoundResult {

@@ -69,6 +69,19 @@ TEST_F(OpenAiRequestTest, UnknownFieldsAreIgnoredKnownOnesChecked) {
   EXPECT_TRUE(s->stream && s->include_usage);
 }
 
+TEST_F(OpenAiRequestTest, LogitBias) {
+  auto r = completion(R"({"prompt": "x", "logit_bias": {"3": -100, "7": 2.5}})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->gen.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{3, -100.0f}, {7, 2.5f}}));
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "logit_bias": {"3": 101}})")), "logit_bias");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "logit_bias": {"abc": 1}})")), "logit_bias");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "logit_bias": {"-1": 1}})")), "logit_bias");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "logit_bias": {"600": 1}})")), "logit_bias");  // vocab is 512
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "logit_bias": [1]})")), "logit_bias");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"9999": 1}})")),
+            "logit_bias");
+}
+
 TEST_F(OpenAiRequestTest, ContextLimitNamesTheField) {
   // 2 prompt tokens + 10 fit a context of 12; 11 do not.
   EXPECT_TRUE(completion(R"({"prompt": [1, 2], "max_tokens": 10})", 12).ok());

@@ -107,5 +107,28 @@ TEST(SamplerExtensions, ValidateNamesTheBadField) {
   EXPECT_TRUE(SamplingParams{}.validate().ok());
 }
 
+TEST(Sampler, LogitBiasShiftsGreedyAndSampledChoices) {
+  const std::vector<float> logits = {0.0f, 5.0f, 1.0f, 4.0f};
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.logit_bias = {{1, -100.0f}};  // ban the best token: the runner-up wins
+  EXPECT_EQ(Sampler(greedy).sample(logits), 3);
+  greedy.logit_bias = {{0, 10.0f}};
+  EXPECT_EQ(Sampler(greedy).sample(logits), 0);
+  greedy.logit_bias = {{99, 10.0f}};  // outside this vocabulary: ignored here, refused at admission
+  EXPECT_EQ(Sampler(greedy).sample(logits), 1);
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.top_k = 0;
+  sampled.top_p = 1.0f;
+  sampled.logit_bias = {{1, -100.0f}, {3, -100.0f}, {0, -100.0f}};
+  Sampler s(sampled);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(logits), 2);
+  sampled.logit_bias = {{1, 101.0f}};
+  EXPECT_FALSE(sampled.validate().ok());
+  sampled.logit_bias = {{-1, 1.0f}};
+  EXPECT_FALSE(sampled.validate().ok());
+}
+
 }  // namespace
 }  // namespace pagoda

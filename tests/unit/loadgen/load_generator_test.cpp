@@ -57,8 +57,10 @@ class FakeServer {
     server_.stop();
     thread_.join();
   }
-  LoadGenerator client(const std::string& api_key = "") const {
-    return LoadGenerator(ClientConfig{{"http://127.0.0.1:" + std::to_string(port_), ""}, "fake", api_key, 10});
+  LoadGenerator client(const std::string& api_key = "",
+                       nlohmann::ordered_json extra = nlohmann::ordered_json::object()) const {
+    return LoadGenerator(
+        ClientConfig{{"http://127.0.0.1:" + std::to_string(port_), ""}, "fake", api_key, 10, std::move(extra)});
   }
 
  private:
@@ -144,6 +146,18 @@ TEST(LoadGenerator, RunsARoundWithAtMostConcurrencyInFlight) {
   EXPECT_EQ(body["ignore_eos"], true);
   EXPECT_EQ(body["temperature"], 0);
   EXPECT_EQ(handler.authorizations.front(), "Bearer sk-test");
+}
+
+TEST(LoadGenerator, ExtraBodyFieldsAreAddedOrReplaced) {
+  StreamingHandler handler{0ms};
+  FakeServer server([&](const httplib::Request& req, httplib::Response& res) { handler(req, res); });
+  const auto extra = nlohmann::ordered_json::parse(R"({"temperature": 0.5, "logit_bias": {"3": -100}})");
+  const RequestRecord r = server.client("", extra).send_one({11, 12}, 2);
+  ASSERT_TRUE(r.ok()) << *r.error;
+  const auto& body = handler.bodies.front();
+  EXPECT_EQ(body["temperature"], 0.5);
+  EXPECT_EQ(body["logit_bias"]["3"], -100);
+  EXPECT_EQ(body["stream"], true);
 }
 
 TEST(LoadGenerator, WaitsForArrivalTimes) {
