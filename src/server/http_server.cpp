@@ -119,9 +119,10 @@ Status HttpServer::start() {
   http_->set_tcp_nodelay(true);
   // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and silently take
   // half the connections; SO_REUSEADDR alone still allows a quick restart.
-  http_->set_socket_options([](socket_t sock) {
+  http_->set_socket_options([this](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;  // the listening socket, for the backlog below
   });
 
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -164,6 +165,10 @@ Status HttpServer::start() {
                         " (address in use, or not an address of this machine)");
     port_ = config_.port;
   }
+  // httplib listens with a backlog of 5: a burst of new connections (64 clients starting at once) overflows it,
+  // and connections set up through SYN cookies then fail. listen() again on the bound socket raises the backlog.
+  if (listen_fd_ >= 0 && ::listen(listen_fd_, SOMAXCONN) != 0)
+    return make_error("cannot raise the listen backlog on " + config_.host);
   thread_ = std::thread([this] { http_->listen_after_bind(); });
   return Status::success();
 }

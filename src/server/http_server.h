@@ -90,6 +90,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;
   ServingContext ctx_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
