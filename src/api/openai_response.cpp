@@ -60,7 +60,7 @@ std::string ResponseBuilder::token_text(int32_t id) const {
   return tokens_as_ids ? "token_id:" + std::to_string(id) : tokenizer_.piece(id);
 }
 
-json ResponseBuilder::logprobs_for(const StreamEvent& ev, Choice& choice) const {
+json ResponseBuilder::logprobs_for(const StreamEvent& ev, const Choice& choice) const {
   const std::string piece = token_text(ev.token);
   if (endpoint_ == ApiEndpoint::kChatCompletions) {
     json top = json::array();
@@ -72,26 +72,25 @@ json ResponseBuilder::logprobs_for(const StreamEvent& ev, Choice& choice) const 
   }
   json top = json::object();
   for (const TokenLogprob& t : ev.top_logprobs) top[token_text(t.id)] = t.logprob;
-  json entry = {{"token", piece}, {"logprob", ev.logprob}, {"top", top}, {"offset", choice.text_offset}};
-  return entry;
+  return {{"token", piece}, {"logprob", ev.logprob}, {"top", top}, {"offset", choice.text_offset}};
 }
 
 // Completions' logprobs are four parallel lists; chat's a list of entries under "content".
-void ResponseBuilder::append_logprobs(Choice& choice, const json& entry) const {
+void ResponseBuilder::append_logprobs(json& logprobs, const json& entry) const {
   if (endpoint_ == ApiEndpoint::kChatCompletions) {
-    if (choice.logprobs.is_null()) choice.logprobs = {{"content", json::array()}};
-    choice.logprobs["content"].push_back(entry);
+    if (logprobs.is_null()) logprobs = {{"content", json::array()}};
+    logprobs["content"].push_back(entry);
     return;
   }
-  if (choice.logprobs.is_null())
-    choice.logprobs = {{"tokens", json::array()},
-                       {"token_logprobs", json::array()},
-                       {"top_logprobs", json::array()},
-                       {"text_offset", json::array()}};
-  choice.logprobs["tokens"].push_back(entry["token"]);
-  choice.logprobs["token_logprobs"].push_back(entry["logprob"]);
-  choice.logprobs["top_logprobs"].push_back(entry["top"]);
-  choice.logprobs["text_offset"].push_back(entry["offset"]);
+  if (logprobs.is_null())
+    logprobs = {{"tokens", json::array()},
+                {"token_logprobs", json::array()},
+                {"top_logprobs", json::array()},
+                {"text_offset", json::array()}};
+  logprobs["tokens"].push_back(entry["token"]);
+  logprobs["token_logprobs"].push_back(entry["logprob"]);
+  logprobs["top_logprobs"].push_back(entry["top"]);
+  logprobs["text_offset"].push_back(entry["offset"]);
 }
 
 std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
@@ -103,13 +102,7 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
   json logprobs = nullptr;
   if (ev.kind == StreamEvent::Kind::kToken) {
     ++completion_tokens_;
-    if (logprobs_ >= 0) {
-      Choice scratch = {};
-      scratch.text_offset = c.text_offset;
-      const json entry = logprobs_for(ev, c);
-      append_logprobs(scratch, entry);
-      logprobs = scratch.logprobs;
-    }
+    if (logprobs_ >= 0) append_logprobs(logprobs, logprobs_for(ev, c));  // this chunk's token only
     c.text_offset += static_cast<int64_t>(ev.text.size());
     if (ev.text.empty() && logprobs.is_null() && (!chat || c.role_sent)) return out;
   }
@@ -145,7 +138,7 @@ void ResponseBuilder::add(const StreamEvent& ev) {
   Choice& c = choices_[ev.index];
   if (ev.kind == StreamEvent::Kind::kToken) {
     ++completion_tokens_;
-    if (logprobs_ >= 0) append_logprobs(c, logprobs_for(ev, c));
+    if (logprobs_ >= 0) append_logprobs(c.logprobs, logprobs_for(ev, c));
     c.text_offset += static_cast<int64_t>(ev.text.size());
   } else {
     c.finish_reason = openai_finish_reason(ev.finish);

@@ -45,8 +45,9 @@ class ResponseBuilder {
   };
   nlohmann::json chunk_base() const;
   std::string token_text(int32_t id) const;
-  nlohmann::json logprobs_for(const StreamEvent& event, Choice& choice) const;  // this token's logprobs entry
-  void append_logprobs(Choice& choice, const nlohmann::json& entry) const;
+  nlohmann::json logprobs_for(const StreamEvent& event, const Choice& choice) const;  // this token's entry
+  // Adds an entry to a logprobs object in the endpoint's format (a null object starts empty).
+  void append_logprobs(nlohmann::json& logprobs, const nlohmann::json& entry) const;
 
   ApiEndpoint endpoint_;
   std::string id_, model_;

@@ -16,20 +16,24 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 
 double seconds_between(SteadyTime a, SteadyTime b) { return std::chrono::duration<double>(b - a).count(); }
 
-// OpenAI's error shape: {"error": {"message", "type", "param", "code"}}.
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
-                const char* code = nullptr) {
+// OpenAI's error shape: {"error": {"message", "type", "param", "code"}}, the type following the status.
+json error_body(int status, const std::string& message, const std::string& param = {}, const char* code = nullptr) {
   const char* type = status == 401   ? "authentication_error"
                      : status == 404 ? "not_found_error"
                      : status == 429 ? "rate_limit_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
-  json err = {{"message", message},
-              {"type", type},
-              {"param", param.empty() ? json(nullptr) : json(param)},
-              {"code", code ? json(code) : json(nullptr)}};
+  return {{"error",
+           {{"message", message},
+            {"type", type},
+            {"param", param.empty() ? json(nullptr) : json(param)},
+            {"code", code ? json(code) : json(nullptr)}}}};
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
+                const char* code = nullptr) {
   res.status = status;
-  res.set_content(to_wire(json{{"error", err}}), "application/json");
+  res.set_content(to_wire(error_body(status, message, param, code)), "application/json");
 }
 
 const char* default_message(int status) {
@@ -50,11 +54,6 @@ const char* default_message(int status) {
 }
 
 std::string sse_data(const json& value) { return "data: " + to_wire(value) + "\n\n"; }
-
-json error_payload(const std::string& message, int code) {
-  return {{"error", {{"message", message}, {"type", code >= 500 ? "server_error" : "invalid_request_error"},
-                     {"param", nullptr}, {"code", nullptr}}}};
-}
 
 // Per-request latency bookkeeping for the histograms.
 struct RequestClock {
@@ -364,7 +363,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
           state->clock.on_token(ev, metrics_);
         } else {
           state->outcome.on_finish(ev.finish);
-          if (ev.finish == FinishReason::kError) out += sse_data(error_payload(ev.error, 500));
+          if (ev.finish == FinishReason::kError) out += sse_data(error_body(500, ev.error));
         }
         for (const json& chunk : state->builder->chunks_for(ev)) out += sse_data(chunk);
         return out.empty() || sink.write(out.data(), out.size());

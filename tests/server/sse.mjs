@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+
 // Reads an OpenAI-style SSE response body: yields each `data:` payload (parsed JSON, or the string '[DONE]').
 export async function* sseEvents(body) {
   const decoder = new TextDecoder();
@@ -31,9 +33,6 @@ export async function scrape(baseUrl) {
 
 // Resident memory of a process in KiB (Linux).
 export function rssKiB(pid) {
-  const status = require_fs().readFileSync(`/proc/${pid}/status`, 'utf8');
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)[1]);
 }
-
-import fs from 'node:fs';
-function require_fs() { return fs; }

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/model.h"
+#include "test_models.h"
 
 namespace pagoda {
 namespace {
@@ -11,22 +11,14 @@ using json = nlohmann::json;
 
 class OpenAiRequestTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto m = Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
-    ASSERT_TRUE(m.ok());
-    model_ = std::move(*m).release();
-  }
-  static void TearDownTestSuite() { delete model_; }
   static Result<OpenAiRequest> completion(const char* text, int64_t max_model_len = 512) {
-    return parse_completion_request(json::parse(text), model_->tokenizer(), ApiLimits{max_model_len, {}});
+    return parse_completion_request(json::parse(text), stories260k().tokenizer(), ApiLimits{max_model_len, {}});
   }
   static Result<OpenAiRequest> chat(const char* text, int64_t max_model_len = 512) {
-    return parse_chat_request(json::parse(text), model_->tokenizer(), ApiLimits{max_model_len, {}});
+    return parse_chat_request(json::parse(text), stories260k().tokenizer(), ApiLimits{max_model_len, {}});
   }
   static std::string param_of(const Result<OpenAiRequest>& r) { return r.ok() ? "(ok)" : r.error().param; }
-  static Model* model_;
 };
-Model* OpenAiRequestTest::model_ = nullptr;
 
 TEST_F(OpenAiRequestTest, CompletionDefaultsFollowOpenAi) {
   auto r = completion(R"({"model": "m", "prompt": "Once upon a time"})");
@@ -38,7 +30,7 @@ TEST_F(OpenAiRequestTest, CompletionDefaultsFollowOpenAi) {
   EXPECT_FLOAT_EQ(r->gen.sampling.top_p, 1.0f);
   EXPECT_EQ(r->gen.n, 1);
   EXPECT_EQ(r->gen.logprobs, -1);
-  EXPECT_EQ(r->gen.prompt, model_->tokenizer().encode("Once upon a time", true, true));
+  EXPECT_EQ(r->gen.prompt, stories260k().tokenizer().encode("Once upon a time", true, true));
 }
 
 TEST_F(OpenAiRequestTest, PromptForms) {
@@ -95,7 +87,7 @@ TEST_F(OpenAiRequestTest, ContextLimitNamesTheField) {
 TEST_F(OpenAiRequestTest, ChatRendersMessagesAndDefaultsMaxTokensToTheContext) {
   auto r = chat(R"({"messages": [{"role": "user", "content": "Hi"}]})", 100);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  const auto want = model_->tokenizer().encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", true, true);
+  const auto want = stories260k().tokenizer().encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", true, true);
   EXPECT_EQ(r->gen.prompt, want);
   EXPECT_EQ(r->gen.max_tokens, 100 - static_cast<int64_t>(want.size()));
   EXPECT_EQ(chat(R"({"messages": [{"role": "user", "content": "Hi"}], "max_completion_tokens": 5})")->gen.max_tokens, 5);

@@ -2,29 +2,21 @@
 
 #include <gtest/gtest.h>
 
-#include "model/model.h"
+#include "test_models.h"
 
 namespace pagoda {
 namespace {
 
 class RequestJson : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto m = Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
-    ASSERT_TRUE(m.ok());
-    model_ = std::move(*m).release();
-  }
-  static void TearDownTestSuite() { delete model_; }
   static std::string error_of(const char* text) {
-    auto r = request_from_json(nlohmann::json::parse(text), model_->tokenizer());
+    auto r = request_from_json(nlohmann::json::parse(text), stories260k().tokenizer());
     return r.ok() ? "" : r.error().message;
   }
-  static Model* model_;
 };
-Model* RequestJson::model_ = nullptr;
 
 TEST_F(RequestJson, DefaultsFollowTheOpenAiApi) {
-  auto r = request_from_json(nlohmann::json::parse(R"({"id": 1, "prompt": "Once upon a time"})"), model_->tokenizer());
+  auto r = request_from_json(nlohmann::json::parse(R"({"id": 1, "prompt": "Once upon a time"})"), stories260k().tokenizer());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->prompt, (std::vector<int32_t>{1, 403, 407, 261, 378}));
   EXPECT_EQ(r->max_tokens, 16);
@@ -39,7 +31,7 @@ TEST_F(RequestJson, ReadsEveryField) {
       "top_p": 0.9, "top_k": 7, "min_p": 0.1, "seed": 9, "stop": ["a", "b"], "n": 2, "logprobs": 4,
       "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.2, "ignore_eos": true,
       "priority": -1, "cache_salt": "tenant"})"),
-                             model_->tokenizer());
+                             stories260k().tokenizer());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->prompt, (std::vector<int32_t>{1, 5}));
   EXPECT_EQ(r->sampling.top_k, 7);

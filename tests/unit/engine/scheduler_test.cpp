@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "model/model.h"
+#include "test_models.h"
 
 namespace pagoda {
 namespace {
@@ -13,15 +13,9 @@ const CacheNamespace kNs{"m", "", "", ""};
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    auto m = Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
-    ASSERT_TRUE(m.ok()) << m.error().message;
-    model_ = std::move(*m).release();
-  }
-  static void TearDownTestSuite() { delete model_; }
 
   Sequence* make_seq(int64_t id, int prompt_len, uint64_t arrival, int32_t priority = 0) {
-    seqs_.push_back(std::make_unique<Sequence>(SeqId{id}, nullptr, 0, SamplingParams{}, model_->tokenizer(),
+    seqs_.push_back(std::make_unique<Sequence>(SeqId{id}, nullptr, 0, SamplingParams{}, stories260k().tokenizer(),
                                                std::vector<std::string>{}));
     Sequence* s = seqs_.back().get();
     for (int i = 0; i < prompt_len; ++i) s->tokens.push_back(10 + static_cast<int32_t>((id * 31 + i) % 400));
@@ -40,11 +34,9 @@ class SchedulerTest : public ::testing::Test {
     }
   }
 
-  static Model* model_;
   ManualClock clock_;
   std::vector<std::unique_ptr<Sequence>> seqs_;
 };
-Model* SchedulerTest::model_ = nullptr;
 
 TEST_F(SchedulerTest, ChunksPrefillToTheTokenBudgetAndRunsDecodesFirst) {
   BlockManager bm({64, 16, 0}, clock_);
