@@ -1,4 +1,4 @@
-// pagoda run MODEL.gguf -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--format text|json]
+// pagoda run MODEL.gguf -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--format text|json] [--no-echo]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +25,7 @@ struct RunOptions {
   int64_t ctx_size = 0;
   std::string format = "text";
   int threads = 1;
+  bool no_echo = false;
 };
 
 int run(const RunOptions& o) {
@@ -57,6 +58,11 @@ int run(const RunOptions& o) {
   gen.sampling.seed = o.seed ? *o.seed : std::random_device{}();
 
   const bool stream_text = o.format == "text";
+  // The prompt first, as llama.cpp's tools print it, so that the continuation reads as one text.
+  if (stream_text && !o.no_echo) {
+    std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
+    std::fflush(stdout);
+  }
   StreamingDetokenizer detok(tok);
   std::string text;
   const auto start = std::chrono::steady_clock::now();
@@ -75,7 +81,8 @@ int run(const RunOptions& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (stream_text) {
     std::fwrite(rest.data(), 1, rest.size(), stdout);
-    std::fputc('\n', stdout);
+    std::fputc('\n', stdout);  // the statistics line on stderr starts on a line of its own
+    std::fflush(stdout);
   } else {
     nlohmann::ordered_json out = {{"prompt_ids", prompt_ids}, {"ids", *ids}, {"text", text}};
     std::printf("%s\n", json_line(out).c_str());
@@ -103,6 +110,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("-c,--ctx-size", opts->ctx_size, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--no-echo", opts->no_echo, "Print only the continuation, not the prompt before it (text format)");
   add_threads_flag(*cmd, opts->threads);
   cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
 }

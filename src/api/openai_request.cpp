@@ -1,5 +1,9 @@
 #include "api/openai_request.h"
 
+#include <algorithm>
+#include <array>
+#include <string_view>
+
 #include "api/request_json.h"
 
 namespace pagoda {
@@ -8,6 +12,36 @@ namespace {
 using json = nlohmann::json;
 
 bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+// The fields each endpoint implements. Anything else, unless null, is refused by name.
+constexpr std::array<std::string_view, 20> kSharedFields = {
+    "model",         "max_tokens",        "temperature",        "top_p",      "top_k",
+    "min_p",         "seed",              "stop",               "n",          "logprobs",
+    "presence_penalty", "frequency_penalty", "repetition_penalty", "ignore_eos", "cache_salt",
+    "logit_bias",    "stream",            "stream_options",     "user",       "return_tokens_as_token_ids"};
+constexpr std::array<std::string_view, 4> kCompletionFields = {"prompt", "echo", "suffix", "best_of"};
+constexpr std::array<std::string_view, 3> kChatFields = {"messages", "max_completion_tokens", "top_logprobs"};
+// Fields of OpenAI's API that change what a client gets back; named in the error so that nobody mistakes the
+// refusal for a typo.
+constexpr std::array<std::string_view, 6> kNotYetImplemented = {
+    "response_format", "tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"};
+
+template <size_t N>
+bool listed(const std::array<std::string_view, N>& names, std::string_view key) {
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+Status check_known_fields(const json& body, ApiEndpoint endpoint) {
+  for (const auto& [key, value] : body.items()) {
+    if (value.is_null() || listed(kSharedFields, key)) continue;
+    if (endpoint == ApiEndpoint::kCompletions ? listed(kCompletionFields, key) : listed(kChatFields, key)) continue;
+    if (listed(kNotYetImplemented, key))
+      return make_field_error(key, "'" + key + "' is not supported yet (structured outputs and tool calling are " +
+                                       "not implemented); remove it or set it to null");
+    return make_field_error(key, "unsupported field '" + key + "': this server does not implement it");
+  }
+  return Status::success();
+}
 
 // The fields both endpoints share besides the prompt: model, stream, stream_options, user, and the generation
 // fields of request_json.
@@ -90,30 +124,49 @@ Result<std::string> message_content(const json& m, size_t i) {
   return text;
 }
 
+// One prompt of a completion request: text or token ids.
+Result<std::vector<int32_t>> one_prompt(const json& prompt, const Tokenizer& tokenizer, const std::string& param) {
+  std::vector<int32_t> ids;
+  if (prompt.is_string()) {
+    ids = tokenizer.encode(prompt.get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+  } else if (prompt.is_array()) {
+    auto parsed = token_ids_from_json(prompt, tokenizer.n_vocab(), param);
+    if (!parsed.ok()) return parsed.error();
+    ids = std::move(*parsed);
+  } else {
+    return make_field_error("prompt", "'" + param + "' must be a string or a list of token ids");
+  }
+  if (ids.empty()) return make_field_error("prompt", "'" + param + "' is empty");
+  return ids;
+}
+
 }  // namespace
 
 Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer& tokenizer,
                                                const ApiLimits& limits) {
   if (!body.is_object()) return make_error("the request body must be a JSON object");
+  PAGODA_RETURN_IF_ERROR(check_known_fields(body, ApiEndpoint::kCompletions));
   OpenAiRequest out;
   out.endpoint = ApiEndpoint::kCompletions;
-  if (!body.contains("prompt")) return make_field_error("prompt", "'prompt' is required");
-  json prompt = body["prompt"];
+  if (!present(body, "prompt")) return make_field_error("prompt", "'prompt' is required");
+  const json& prompt = body["prompt"];
+  // A list of strings or of token-id lists holds several prompts; a list of integers is one prompt.
   if (prompt.is_array() && !prompt.empty() && (prompt[0].is_string() || prompt[0].is_array())) {
-    if (prompt.size() != 1)
-      return make_field_error("prompt", "a request may hold one prompt only; send several prompts as several requests");
-    prompt = json(prompt[0]);
-  }
-  if (prompt.is_string()) {
-    out.gen.prompt = tokenizer.encode(prompt.get<std::string>(), /*add_special=*/true, /*parse_special=*/true);
-  } else if (prompt.is_array()) {
-    auto ids = token_ids_from_json(prompt, tokenizer.n_vocab(), "prompt");
-    if (!ids.ok()) return ids.error();
-    out.gen.prompt = std::move(*ids);
+    if (prompt.size() > static_cast<size_t>(kMaxChoicesPerRequest))
+      return make_field_error("prompt", "'prompt' holds " + std::to_string(prompt.size()) +
+                                            " prompts; at most " + std::to_string(kMaxChoicesPerRequest) + " per request");
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      auto ids = one_prompt(prompt[i], tokenizer, "prompt[" + std::to_string(i) + "]");
+      if (!ids.ok()) return ids.error();
+      out.prompts.push_back(std::move(*ids));
+    }
+  } else if (prompt.is_array() && prompt.empty()) {
+    return make_field_error("prompt", "'prompt' is an empty list");
   } else {
-    return make_field_error("prompt", "'prompt' must be a string or a list of token ids");
+    auto ids = one_prompt(prompt, tokenizer, "prompt");
+    if (!ids.ok()) return ids.error();
+    out.prompts.push_back(std::move(*ids));
   }
-  if (out.gen.prompt.empty()) return make_field_error("prompt", "the prompt is empty");
   if (present(body, "echo") && body["echo"] != false)
     return make_field_error("echo", "'echo' is not supported");
   if (present(body, "suffix")) return make_field_error("suffix", "'suffix' is not supported");
@@ -121,12 +174,23 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
     return make_field_error("best_of", "'best_of' other than n is not supported");
   PAGODA_RETURN_IF_ERROR(read_common(body, out));
   PAGODA_RETURN_IF_ERROR(check_logit_bias_ids(out, tokenizer));
+  const int64_t choices = static_cast<int64_t>(out.prompts.size()) * out.gen.n;
+  if (choices > kMaxChoicesPerRequest)
+    return make_field_error("n", std::to_string(out.prompts.size()) + " prompts x n = " + std::to_string(out.gen.n) +
+                                     " make " + std::to_string(choices) + " choices; at most " +
+                                     std::to_string(kMaxChoicesPerRequest) + " per request");
+  // max_tokens must fit beside the longest prompt (and its default is checked the same way).
+  const auto longest = std::max_element(out.prompts.begin(), out.prompts.end(),
+                                        [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  out.gen.prompt = *longest;
   PAGODA_RETURN_IF_ERROR(resolve_max_tokens(body, "prompt", 16, limits, out));
+  out.gen.prompt = out.prompts.front();
   return out;
 }
 
 Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
   if (!body.is_object()) return make_error("the request body must be a JSON object");
+  PAGODA_RETURN_IF_ERROR(check_known_fields(body, ApiEndpoint::kChatCompletions));
   OpenAiRequest out;
   out.endpoint = ApiEndpoint::kChatCompletions;
   if (!body.contains("messages") || !body["messages"].is_array())
@@ -136,6 +200,10 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
     const json& m = body["messages"][i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       return make_field_error("messages", "messages[" + std::to_string(i) + "] must be an object with a 'role'");
+    for (const auto& [key, value] : m.items())
+      if (key != "role" && key != "content" && !value.is_null())
+        return make_field_error("messages", "'messages[" + std::to_string(i) + "]." + key +
+                                                "' is not supported (messages carry only 'role' and 'content')");
     auto content = message_content(m, i);
     if (!content.ok()) return content.error();
     messages.push_back({m["role"].get<std::string>(), std::move(*content)});
@@ -143,6 +211,7 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   auto text = render_chat(limits.chat_template, messages);
   if (!text.ok()) return text.error();
   out.gen.prompt = tokenizer.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+  out.prompts.push_back(out.gen.prompt);
 
   // Chat's logprobs is a switch and top_logprobs the count; request_json reads an integer 'logprobs'.
   json generation = body;

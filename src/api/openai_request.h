@@ -1,6 +1,8 @@
 // Reads the bodies of POST /v1/completions and /v1/chat/completions into a GenerationRequest plus the protocol's
-// own settings (streaming, usage chunks, the model name asked for). Unknown fields are ignored, as OpenAI-
-// compatible servers do; a field of a known name with a wrong type or value is an error naming it (Error::param).
+// own settings (streaming, usage chunks, the model name asked for). A field of a known name with a wrong type or
+// value is an error naming it (Error::param). So is any field pagoda does not implement (response_format, tools,
+// functions, ...): a client that relies on a field must never get an answer that silently ignored it. A field sent
+// as null counts as absent, as OpenAI's API treats it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,7 +24,13 @@ struct OpenAiRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids: logprob tokens read "token_id:N"
   GenerationRequest gen;       // prompt tokenized, max_tokens resolved against the context
+  // Completions only: every prompt of the request, in order (gen.prompt is the first). Each becomes its own engine
+  // request with gen's settings; its choices are numbered prompt_index * n + choice, as in OpenAI's API.
+  std::vector<std::vector<int32_t>> prompts;
 };
+
+// At most this many choices (prompts x n) in one request.
+inline constexpr int32_t kMaxChoicesPerRequest = 128;
 
 // What the parser checks requests against.
 struct ApiLimits {
@@ -30,7 +38,7 @@ struct ApiLimits {
   ChatTemplateFamily chat_template = ChatTemplateFamily::kChatml;
 };
 
-// prompt: a string, token ids, or a one-element list of either; max_tokens defaults to 16 as in OpenAI's API.
+// prompt: a string, token ids, or a list of either (several prompts); max_tokens defaults to 16 as in OpenAI's API.
 Result<OpenAiRequest> parse_completion_request(const nlohmann::json& body, const Tokenizer& tokenizer,
                                                const ApiLimits& limits);
 // messages: [{role, content}] with content a string or a list of {"type": "text", "text": ...} parts;

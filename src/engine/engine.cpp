@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -96,18 +97,38 @@ std::string Engine::describe() const {
 }
 
 std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
-  const int32_t n = std::max(request.n, 1);
-  auto stream = std::make_shared<RequestStream>(request.id, request.prompt, n, [this] { wake(); });
-  auto rs = std::make_unique<RequestState>();
-  rs->request = std::move(request);
-  rs->stream = stream;
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  return submit_group(std::move(one));
+}
+
+std::shared_ptr<RequestStream> Engine::submit_group(std::vector<GenerationRequest> requests) {
+  assert(!requests.empty());
+  int32_t total = 0;
+  for (const GenerationRequest& r : requests) total += std::max(r.n, 1);
+  auto stream = std::make_shared<RequestStream>(requests.front().id, requests.front().prompt, total, [this] { wake(); });
+  std::vector<std::unique_ptr<RequestState>> states;
+  int32_t offset = 0;
+  for (GenerationRequest& r : requests) {
+    auto rs = std::make_unique<RequestState>();
+    rs->choice_offset = offset;
+    offset += std::max(r.n, 1);
+    rs->request = std::move(r);
+    rs->stream = stream;
+    states.push_back(std::move(rs));
+  }
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back(std::move(rs));
+    for (auto& rs : states) inbox_.push_back(std::move(rs));
     wake_pending_ = true;
   }
   cv_.notify_one();
   return stream;
+}
+
+void Engine::push_event(RequestState& rs, StreamEvent event) {
+  event.index += rs.choice_offset;
+  rs.stream->push(std::move(event));
 }
 
 void Engine::wake() {
@@ -165,7 +186,7 @@ void Engine::take_inbox() {
 
 void Engine::fail_request(std::unique_ptr<RequestState> rs, const std::string& error) {
   for (int32_t i = 0; i < std::max(rs->request.n, 1); ++i)
-    rs->stream->push(finished_event(i, FinishReason::kError, error));
+    push_event(*rs, finished_event(i, FinishReason::kError, error));
   ++requests_finished_;
 }
 
@@ -229,7 +250,7 @@ void Engine::finish_request(RequestState& rs, FinishReason reason, const std::st
   if (!rs.forked) {
     // Choices not forked yet never started: they finish too.
     for (int32_t i = 1; i < std::max(rs.request.n, 1); ++i) {
-      rs.stream->push(finished_event(i, reason, error));
+      push_event(rs, finished_event(i, reason, error));
       --rs.open;
     }
     rs.forked = true;
@@ -386,7 +407,7 @@ void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
   if (reason == FinishReason::kNone &&
       (s.num_generated() >= r.max_tokens || static_cast<int64_t>(s.tokens.size()) >= max_model_len_))
     reason = FinishReason::kLength;
-  s.request->stream->push(std::move(ev));
+  push_event(*s.request, std::move(ev));
   if (reason != FinishReason::kNone) finish(s, reason);
 }
 
@@ -403,7 +424,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
     s.text_done = true;
   }
   RequestState* rs = s.request;
-  rs->stream->push(std::move(ev));
+  push_event(*rs, std::move(ev));
   if (--rs->open == 0) {
     ++requests_finished_;
     rs->done = true;  // released at the end of the step, once nothing points at its sequences

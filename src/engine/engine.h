@@ -75,6 +75,7 @@ struct RequestState {
   bool forked = false;
   bool done = false;  // every choice finished
   int32_t open = 0;   // choices not finished
+  int32_t choice_offset = 0;  // added to every event's index: this request's choices within a shared stream
   std::vector<std::unique_ptr<Sequence>> seqs;
 };
 
@@ -87,6 +88,10 @@ class Engine {
 
   // Thread-safe. The request is validated on the engine side; a bad one gets a stream holding one error event.
   std::shared_ptr<RequestStream> submit(GenerationRequest request);
+  // Thread-safe. Several requests answered on one stream (the prompts of one OpenAI completion request): the
+  // choices of requests[i] have indices offset by the n of the requests before it. Cancelling the stream cancels
+  // them all. The stream's prompt_ids() are the first request's.
+  std::shared_ptr<RequestStream> submit_group(std::vector<GenerationRequest> requests);
 
   // Runs steps on a background thread until stop() (or destruction).
   void start();
@@ -116,6 +121,8 @@ class Engine {
   void fork_choices(Sequence& parent);
   void finish(Sequence& s, FinishReason reason, const std::string& error = {});
   void fail_request(std::unique_ptr<RequestState> rs, const std::string& error);
+  // Every event of a request goes out through here: the choice index is shifted into the shared stream.
+  static void push_event(RequestState& rs, StreamEvent event);
   // Ends every open choice of rs (those not forked yet included).
   void finish_request(RequestState& rs, FinishReason reason, const std::string& error);
   void finish_all(FinishReason reason, const std::string& error);

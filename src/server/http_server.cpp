@@ -2,11 +2,14 @@
 
 #include <httplib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "api/openai_request.h"
 #include "api/openai_response.h"
+#include "server/connection_probe.h"
 
 namespace pagoda {
 namespace {
@@ -116,6 +119,8 @@ Status HttpServer::start() {
   // Tokens are small writes: without TCP_NODELAY, Nagle's algorithm holds each one back until the client's
   // delayed ACK (about 40 ms on Linux) on a kept-alive connection.
   http_->set_tcp_nodelay(true);
+  // The accept loop polls (instead of blocking in accept), so that stop_accepting() can swap its socket.
+  http_->set_idle_interval(0, 100000);
   // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and silently take
   // half the connections; SO_REUSEADDR alone still allows a quick restart.
   http_->set_socket_options([this](socket_t sock) {
@@ -126,7 +131,10 @@ Status HttpServer::start() {
 
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (!ready_.load()) return send_error(res, 503, "the model is loading");
-    if (draining_.load()) return send_error(res, 503, "the server is shutting down");
+    if (draining_.load()) {
+      res.set_header("Connection", "close");
+      return send_error(res, 503, "the server is shutting down");
+    }
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
@@ -180,7 +188,28 @@ void HttpServer::set_ready(const ServingContext& ctx) {
   ready_.store(true, std::memory_order_release);
 }
 
-void HttpServer::begin_drain() { draining_.store(true); }
+void HttpServer::begin_drain() {
+  draining_.store(true);
+  stop_accepting();
+}
+
+// httplib has no call that closes the listener but lets the connections it has finish (stop() also ends the
+// streams in flight). So the listening descriptor is replaced, atomically by dup2, with a listening Unix socket
+// under an anonymous (autobound) name that nobody can connect to: the TCP listener is closed, new connections
+// are refused by the kernel, httplib's accept loop keeps polling a socket that never becomes readable, and its
+// stop() later shuts that socket down as usual. Keep-alive connections already open get 503 for new requests.
+void HttpServer::stop_accepting() {
+  if (listen_fd_ < 0 || accept_stopped_.exchange(true)) return;
+  const int placeholder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (placeholder < 0) return;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  // Binding with only the family autobinds an abstract name, so no file is left behind.
+  if (::bind(placeholder, reinterpret_cast<sockaddr*>(&addr), sizeof(sa_family_t)) == 0 &&
+      ::listen(placeholder, 1) == 0)
+    ::dup2(placeholder, listen_fd_);
+  ::close(placeholder);
+}
 
 bool HttpServer::wait_idle(std::chrono::steady_clock::time_point deadline) {
   while (in_flight_.load() > 0) {
@@ -287,10 +316,18 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   const std::string id = next_request_id(chat);
   request.gen.id = id;
   request.gen.tenant = tenant;
-  const int32_t n = request.gen.n;
+  // Several prompts (completions) are one engine request each, answered on one stream: n choices per prompt.
+  const int32_t n = request.gen.n * static_cast<int32_t>(request.prompts.size());
   const int32_t logprobs = request.gen.logprobs;
-  const int64_t prompt_tokens = static_cast<int64_t>(request.gen.prompt.size());
-  auto stream = ctx_.engine->submit(std::move(request.gen));
+  int64_t prompt_tokens = 0;
+  std::vector<GenerationRequest> group;
+  for (auto& prompt : request.prompts) {
+    prompt_tokens += static_cast<int64_t>(prompt.size());
+    GenerationRequest one = request.gen;
+    one.prompt = std::move(prompt);
+    group.push_back(std::move(one));
+  }
+  auto stream = ctx_.engine->submit_group(std::move(group));
   track(stream);
   metrics_.prompt_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
@@ -307,7 +344,24 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     std::string error;
     bool produced = false;
     StreamEvent ev;
-    while (stream->next(&ev)) {
+    // Nothing is written until the end, so a client that went away is noticed by looking at its socket when
+    // the stream has been idle for a heartbeat; the request is then cancelled and its KV blocks freed.
+    std::optional<int> client_fd;
+    bool looked_up = false, client_gone = false;
+    for (;;) {
+      const RequestStream::WaitResult wait = stream->next_for(&ev, config_.heartbeat);
+      if (wait == RequestStream::WaitResult::kEnd) break;
+      if (wait == RequestStream::WaitResult::kTimeout) {
+        if (!looked_up) {
+          client_fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
+          looked_up = true;
+        }
+        if (!client_gone && client_fd && peer_has_closed(*client_fd)) {
+          client_gone = true;
+          stream->cancel();
+        }
+        continue;
+      }
       if (ev.kind == StreamEvent::Kind::kToken) {
         clock.on_token(ev, metrics_);
         produced = true;

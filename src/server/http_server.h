@@ -65,7 +65,8 @@ class HttpServer {
   int port() const { return port_; }
   void set_ready(const ServingContext& ctx);
 
-  // Graceful shutdown, step 1: /health turns 503 and new API requests are refused with 503.
+  // Graceful shutdown, step 1: the listening socket closes (new connections are refused); requests arriving on
+  // connections already open get 503, /health too; requests in flight go on.
   void begin_drain();
   // Step 2: waits until no request is in flight, or the deadline; true when all finished by themselves.
   bool wait_idle(std::chrono::steady_clock::time_point deadline);
@@ -85,6 +86,7 @@ class HttpServer {
   void track(const std::shared_ptr<RequestStream>& s);
   void untrack(const std::shared_ptr<RequestStream>& s);
   std::string next_request_id(bool chat);
+  void stop_accepting();
 
   ServerConfig config_;
   std::unique_ptr<httplib::Server> http_;
@@ -94,6 +96,7 @@ class HttpServer {
   ServingContext ctx_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> accept_stopped_{false};
   std::atomic<int64_t> in_flight_{0};
   std::atomic<uint64_t> request_counter_{0};
   ServerMetrics metrics_;

@@ -37,22 +37,37 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_raw(RawFn fn, void* ctx) {
-  if (num_threads_ == 1) {
-    fn(ctx, 0);
-    return;
-  }
   fn_ = fn;
   ctx_ = ctx;
+  first_error_ = nullptr;
+  if (num_threads_ == 1) {
+    fn(ctx, 0);  // an exception propagates directly: there is no other thread to wait for
+    return;
+  }
   pending_.store(num_threads_ - 1, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
-  fn(ctx, 0);
+  call_catching(0);  // never leave before the workers are done: they use ctx, which lives on the caller's stack
   // Spin, yielding now and then: with more threads than cores the workers need this core to finish.
   for (uint32_t spins = 1; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins % kYieldEvery == 0)
       std::this_thread::yield();
     else
       PAGODA_CPU_RELAX();
+  }
+  if (first_error_) {
+    std::exception_ptr error = std::move(first_error_);
+    first_error_ = nullptr;
+    std::rethrow_exception(error);
+  }
+}
+
+void ThreadPool::call_catching(int tid) {
+  try {
+    fn_(ctx_, tid);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!first_error_) first_error_ = std::current_exception();
   }
 }
 
@@ -75,7 +90,7 @@ void ThreadPool::worker_loop(int tid) {
     }
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;
-    fn_(ctx_, tid);
+    call_catching(tid);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

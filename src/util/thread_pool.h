@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -20,6 +22,8 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
 
   // Calls fn(thread_index) once on each of num_threads() threads and returns when all have finished.
+  // An exception thrown by fn on any thread is caught there; once every thread has finished, the first one
+  // caught is rethrown on the calling thread (the others are dropped). The pool stays usable afterwards.
   template <typename F>
   void run(F&& fn) {
     using Fn = std::remove_reference_t<F>;
@@ -45,6 +49,8 @@ class ThreadPool {
   using RawFn = void (*)(void*, int);
   void run_raw(RawFn fn, void* ctx);
   void worker_loop(int tid);
+  // Runs fn(ctx, tid), recording an exception instead of letting it escape the thread.
+  void call_catching(int tid);
 
   int num_threads_;
   std::vector<std::thread> workers_;
@@ -53,6 +59,8 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+  std::mutex error_mutex_;            // guards first_error_ (taken only when a job throws)
+  std::exception_ptr first_error_;    // the first exception of the current run, rethrown by run_raw
 };
 
 }  // namespace pagoda

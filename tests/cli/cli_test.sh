@@ -35,6 +35,15 @@ if echo "$out" | grep -qE '^\{"prompt_ids":\[1,403,407,261,378\],"ids":\[432,383
 echo "$out" | grep -q '"text":", there was a little girl named Lily' && ok || bad "run json text: $out"
 text=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 2>/dev/null)
 echo "$text" | grep -q "Lily" && ok || bad "run text: $text"
+# Text output echoes the prompt before the continuation (--no-echo leaves it out) and ends with a newline, so the
+# statistics line on stderr starts a line of its own.
+timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 >"$tmp/run.txt" 2>/dev/null
+case "$(head -c 27 "$tmp/run.txt")" in "Once upon a time, there was") ok ;; *) bad "run echo: $(cat "$tmp/run.txt")" ;; esac
+[ "$(tail -c 1 "$tmp/run.txt" | od -An -c | tr -d ' ')" = '\n' ] && ok || bad "run text lacks a final newline"
+timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --no-echo >"$tmp/run.txt" 2>/dev/null
+case "$(head -c 11 "$tmp/run.txt")" in ", there was") ok ;; *) bad "run --no-echo: $(cat "$tmp/run.txt")" ;; esac
+timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 4 --temp 0 >"$tmp/run.txt" 2>&1
+[ "$(tail -n 1 "$tmp/run.txt" | cut -c 1-7)" = "pagoda:" ] && ok || bad "statistics line not on a line of its own"
 a=$(timeout 60 "$pagoda" run "$model" -p "Once" -n 24 --temp 0.9 --seed 7 --format json 2>/dev/null | tail -n 1)
 b=$(timeout 60 "$pagoda" run "$model" -p "Once" -n 24 --temp 0.9 --seed 7 --format json 2>/dev/null | tail -n 1)
 [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "same seed, different output"

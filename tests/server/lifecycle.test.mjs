@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -14,10 +15,32 @@ const model = 'stories260K';
 const longPrompt = 'Once upon a time there was a little girl named Lily. She liked to play in the park with her dog. ' +
   'One day the sun was hot and the birds sang in the big green tree near the pond.';
 
-function post(url, body, key) {
+function post(url, body, key, signal) {
   const headers = { 'Content-Type': 'application/json' };
   if (key) headers.Authorization = `Bearer ${key}`;
-  return fetch(`${url}/v1/completions`, { method: 'POST', headers, body: JSON.stringify({ model, ...body }) });
+  return fetch(`${url}/v1/completions`, { method: 'POST', headers, body: JSON.stringify({ model, ...body }), signal });
+}
+
+// A raw TCP connection to the server (rejects with the socket error, e.g. ECONNREFUSED).
+function connect(url) {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(u.port), u.hostname);
+    sock.once('connect', () => resolve(sock));
+    sock.once('error', reject);
+  });
+}
+
+// Sends one request on a raw connection and reads until the server closes it.
+function exchange(sock, text, ms = 5000) {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    const timer = setTimeout(() => reject(new Error(`no close after ${ms} ms; got ${JSON.stringify(data)}`)), ms);
+    sock.on('data', (d) => { data += d; });
+    sock.once('end', () => { clearTimeout(timer); resolve(data); });
+    sock.once('error', (e) => { clearTimeout(timer); reject(e); });
+    sock.write(text);
+  });
 }
 
 async function waitFor(predicate, ms = 5000) {
@@ -94,6 +117,31 @@ test('a client that disconnects mid-stream frees its blocks', async () => {
   }
 });
 
+test('a non-streamed request whose client disconnects is cancelled and frees its blocks', async () => {
+  const s = await startServer();
+  try {
+    const abort = new AbortController();
+    const pending = post(s.url, { prompt: longPrompt, max_tokens: 1800, ignore_eos: true }, undefined, abort.signal)
+      .catch((e) => e);
+    const busy = await waitFor(async () => {
+      const x = await scrape(s.url);
+      return x['pagoda:num_requests_running'] === 1 && x['pagoda:generation_tokens_total'] > 0 ? x : null;
+    });
+    assert.ok(busy, 'the request did not start');
+    abort.abort();  // closes the connection without reading a byte
+    assert.equal((await pending).name, 'AbortError');
+    const m = await waitFor(async () => {
+      const x = await scrape(s.url);
+      return x['pagoda:num_requests_running'] === 0 && x['pagoda:kv_cache_usage_perc'] === 0 ? x : null;
+    });
+    assert.ok(m, 'the request kept running after its client left');
+    assert.ok(m['pagoda:generation_tokens_total'] < 1800, 'the request ran to the end instead of being cancelled');
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
 test('prefix cache is shared within a tenant and cache_salt only', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-keys-'));
   const file = path.join(dir, 'keys');
@@ -121,15 +169,27 @@ test('prefix cache is shared within a tenant and cache_salt only', async () => {
   }
 });
 
-test('SIGTERM drains: health 503, new requests 503, the stream in flight completes, exit 0', async () => {
+test('SIGTERM drains: new connections refused, open ones get 503, the stream in flight completes, exit 0', async () => {
   const s = await startServer(['--shutdown-timeout', '60']);
+  const idle = await connect(s.url);  // a kept-alive connection opened before the signal
   const res = await post(s.url, { prompt: 'x', max_tokens: 1800, ignore_eos: true, stream: true });
   const events = sseEvents(res.body);
   await events.next();
   s.proc.kill('SIGTERM');
-  await waitFor(async () => (await fetch(`${s.url}/health`)).status === 503);
-  assert.equal((await fetch(`${s.url}/health`)).status, 503);
-  assert.equal((await post(s.url, { prompt: 'y', max_tokens: 1 })).status, 503);
+  // The listener closes: a new connection is refused instead of being answered 503 for as long as the drain lasts.
+  const refused = await waitFor(async () => {
+    try {
+      (await connect(s.url)).destroy();
+      return false;
+    } catch (e) {
+      return e.code === 'ECONNREFUSED';
+    }
+  });
+  assert.ok(refused, 'new connections are still accepted while draining');
+  // A connection that was already open is answered 503, and closed.
+  const health = await exchange(idle, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.match(health, /^HTTP\/1\.1 503 /);
+  assert.match(health, /shutting down/);
   let finish = null, done = false, tokens = 1;
   for await (const ev of events) {
     if (ev === '[DONE]') done = true;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace pagoda {
@@ -25,6 +27,39 @@ TEST(ThreadPool, RunCallsEveryThreadAndManyRoundsComplete) {
   std::atomic<int64_t> total{0};
   for (int round = 0; round < 2000; ++round) pool.run([&](int tid) { total += tid + 1; });
   EXPECT_EQ(total.load(), 2000 * (1 + 2 + 3 + 4));
+}
+
+// Before the fix a throw on a worker thread called std::terminate; on the caller it left the workers running
+// against a dead stack frame.
+TEST(ThreadPool, ExceptionOnAWorkerIsRethrownOnTheCaller) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    const int thrower = threads - 1;  // a worker thread whenever there is one
+    std::atomic<int> finished{0};
+    try {
+      pool.run([&](int tid) {
+        if (tid == thrower) throw std::runtime_error("job " + std::to_string(tid) + " failed");
+        ++finished;
+      });
+      ADD_FAILURE() << "no exception with " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "job " + std::to_string(thrower) + " failed");
+    }
+    EXPECT_EQ(finished.load(), threads - 1) << "every other thread finished before the rethrow";
+    // The pool is still usable, and a later clean run does not rethrow the old error.
+    std::atomic<int> calls{0};
+    EXPECT_NO_THROW(pool.run([&](int) { ++calls; }));
+    EXPECT_EQ(calls.load(), threads);
+  }
+}
+
+TEST(ThreadPool, ExceptionsOnEveryThreadRethrowExactlyOne) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 50; ++round)
+    EXPECT_THROW(pool.parallel_for(100, [](int64_t, int64_t) { throw std::logic_error("boom"); }), std::logic_error);
+  std::atomic<int64_t> covered{0};
+  pool.parallel_for(100, [&](int64_t b, int64_t e) { covered += e - b; });
+  EXPECT_EQ(covered.load(), 100);
 }
 
 }  // namespace pagoda
