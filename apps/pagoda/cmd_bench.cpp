@@ -267,8 +267,8 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-r,--reps", opts->reps, "Repetitions after the warm-up (default 5)")->check(CLI::Range(1, 1000));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--isa", opts->isa, "Matmul kernel: auto (widest available), avx512, avx2, scalar")
-      ->check(CLI::IsMember({"auto", "avx512", "avx2", "scalar"}));
+  cmd->add_option("--isa", opts->isa, "Matmul kernel: auto (PAGODA_ISA or the widest available), avx512, avx2, portable")
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "portable", "scalar"}));
   auto* conc = cmd->add_option("--concurrency", opts->concurrency,
                                "Run C sequences together through the engine (aggregate tok/s)")
                    ->check(CLI::Range(1, 4096));

@@ -1,6 +1,8 @@
 // pagoda inspect FILE.gguf: architecture, hyperparameters, tokenizer summary, metadata and the tensor table.
+// pagoda inspect --system: the build and this machine (CPU model, flags, the kernel set in use).
 #include <cstdio>
 
+#include "build_info.h"
 #include "commands.h"
 #include "io/gguf_file.h"
 #include "model/hparams.h"
@@ -59,9 +61,18 @@ int run(const std::string& path) {
 
 void add_inspect_command(CLI::App& app, Action& action) {
   auto path = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("inspect", "Describe a GGUF file");
-  cmd->add_option("file", *path, "GGUF file")->required();
-  cmd->callback([path, &action] { action = [path] { return run(*path); }; });
+  auto system = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("inspect", "Describe a GGUF file, or this machine (--system)");
+  cmd->add_option("file", *path, "GGUF file");
+  cmd->add_flag("--system", *system, "Describe the build and this machine: version, commit, CPU, flags, kernel set");
+  cmd->callback([path, system, &action] {
+    action = [path, system] {
+      if (*system) std::fputs(version_report(/*system=*/true).c_str(), stdout);
+      if (path->empty()) return *system ? 0 : fail("inspect needs a GGUF file, or --system");
+      if (*system) std::fputc('\n', stdout);
+      return run(*path);
+    };
+  });
 }
 
 }  // namespace pagoda::cli

@@ -1,8 +1,10 @@
-// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench / batch.
+// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench / batch / serve / version.
 #include <cstdio>
 #include <exception>
 
+#include "build_info.h"
 #include "commands.h"
+#include "kernels/cpu/cpu_features.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"pagoda: LLM inference with a paged KV cache"};
@@ -16,6 +18,12 @@ int main(int argc, char** argv) {
   pagoda::cli::add_bench_command(app, action);
   pagoda::cli::add_batch_command(app, action);
   pagoda::cli::add_serve_command(app, action);
+  pagoda::cli::add_version_command(app, action);
+  app.set_version_flag("--version", [] {
+    std::string report = pagoda::cli::version_report(/*system=*/false);
+    report.pop_back();  // CLI11 ends the message with its own newline
+    return report;
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -23,6 +31,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pagoda: error: %s (see --help)\n", e.what());
     return 2;
   }
+  // A PAGODA_ISA the CPU cannot run is refused before any kernel runs (the kernels would fall back silently).
+  if (auto isa = pagoda::kernel_isa_from_env(); !isa.ok()) return pagoda::cli::fail(isa.error().message);
   try {
     return action();
   } catch (const std::exception& e) {  // e.g. std::bad_alloc: still one clear line, never an abort

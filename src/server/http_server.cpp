@@ -344,24 +344,26 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     std::string error;
     bool produced = false;
     StreamEvent ev;
-    // Nothing is written until the end, so a client that went away is noticed by looking at its socket when
-    // the stream has been idle for a heartbeat; the request is then cancelled and its KV blocks freed.
+    // Nothing is written until the end, so a client that went away is noticed by looking at its socket once a
+    // heartbeat (a poll, no read); the request is then cancelled and its KV blocks freed.
     std::optional<int> client_fd;
     bool looked_up = false, client_gone = false;
+    SteadyTime next_probe = arrival + config_.heartbeat;
     for (;;) {
       const RequestStream::WaitResult wait = stream->next_for(&ev, config_.heartbeat);
       if (wait == RequestStream::WaitResult::kEnd) break;
-      if (wait == RequestStream::WaitResult::kTimeout) {
+      if (const SteadyTime now = std::chrono::steady_clock::now(); !client_gone && now >= next_probe) {
+        next_probe = now + config_.heartbeat;
         if (!looked_up) {
           client_fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
           looked_up = true;
         }
-        if (!client_gone && client_fd && peer_has_closed(*client_fd)) {
+        if (client_fd && peer_has_closed(*client_fd)) {
           client_gone = true;
           stream->cancel();
         }
-        continue;
       }
+      if (wait == RequestStream::WaitResult::kTimeout) continue;
       if (ev.kind == StreamEvent::Kind::kToken) {
         clock.on_token(ev, metrics_);
         produced = true;

@@ -31,6 +31,7 @@ expect_error() {
 
 # --- output formats
 out=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --format json 2>/dev/null | tail -n 1)
+run_json="$out"
 if echo "$out" | grep -qE '^\{"prompt_ids":\[1,403,407,261,378\],"ids":\[432,383,286,261,'; then ok; else bad "run json: $out"; fi
 echo "$out" | grep -q '"text":", there was a little girl named Lily' && ok || bad "run json text: $out"
 text=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 2>/dev/null)
@@ -121,6 +122,20 @@ out=$(timeout 120 "$pagoda" bench "$model" --cached-prefix 32 -p 48 -r 1 --forma
 echo "$out" | grep -qE '"ttft_cold_ms":[0-9.e+-]+,"ttft_cached_ms":[0-9.e+-]+' && ok || bad "bench --cached-prefix: $out"
 echo "$out" | grep -qE '"prefix_hit_tokens":[1-9]' && ok || bad "bench --cached-prefix had no prefix hits: $out"
 expect_error "bench cached prefix too long" "cached-prefix" -- bench "$model" --cached-prefix 64 -p 32
+
+# --- version and the kernel set
+v=$(timeout 10 "$pagoda" --version 2>&1)
+echo "$v" | grep -qE '^pagoda [0-9]+\.[0-9]+\.[0-9]+$' && echo "$v" | grep -q '^commit: ' && echo "$v" | grep -q '^build: ' &&
+  echo "$v" | grep -qE '^kernels: (avx512|avx2|portable) ' && ok || bad "--version: $v"
+[ "$(timeout 10 "$pagoda" version 2>&1)" = "$v" ] && ok || bad "version differs from --version"
+PAGODA_ISA=portable timeout 10 "$pagoda" version | grep -qx 'kernels: portable (PAGODA_ISA)' && ok || bad "PAGODA_ISA not shown"
+timeout 10 "$pagoda" inspect --system >"$tmp/system" 2>&1 && grep -q '^cpu flags: ' "$tmp/system" &&
+  grep -q '^kernels: ' "$tmp/system" && ok || bad "inspect --system: $(cat "$tmp/system")"
+PAGODA_ISA=sse9 expect_error "PAGODA_ISA unknown" "PAGODA_ISA='sse9' is not one of" -- version
+PAGODA_ISA=sse9 timeout 10 "$pagoda" version >/dev/null 2>&1 && bad "PAGODA_ISA=sse9 accepted" || ok
+# The portable kernels give the same greedy tokens as the default set.
+p=$(PAGODA_ISA=portable timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --format json 2>/dev/null | tail -n 1)
+[ "$p" = "$run_json" ] && ok || bad "PAGODA_ISA=portable output differs: $p"
 
 # --- bench serve (load generator) and serve: flag and reachability errors; the server itself is tested in tests/server
 expect_error "bench serve nothing listening" "cannot connect" -- bench serve --base-url http://127.0.0.1:9 --model m

@@ -227,6 +227,54 @@ TEST_F(EngineGate, ForkedChoicesShareThePromptAndMatch) {
   EXPECT_EQ((*engine)->stats().blocks.used_blocks, 0);
 }
 
+// Several prompts of one OpenAI completion request share one stream: prompt p's choices are p * n + j, each
+// matches its prompt run alone, a cancel of the stream ends them all, and every block comes back.
+TEST_F(EngineGate, GroupOfPromptsOnOneStreamNumbersChoicesAndMatches) {
+  auto reqs = make_requests(5);
+  std::vector<GenerationRequest> group = {reqs[1], reqs[3], reqs[6]};
+  for (auto& r : group) r.n = 2;
+  auto engine = Engine::create(*model_, gate_config(16, 256));
+  ASSERT_TRUE(engine.ok());
+  auto stream = (*engine)->submit_group(group);
+  while ((*engine)->step()) ASSERT_TRUE((*engine)->check_invariants().ok());
+  std::vector<Collected> choices(6);
+  StreamEvent ev;
+  while (stream->try_next(&ev)) {
+    ASSERT_GE(ev.index, 0);
+    ASSERT_LT(ev.index, 6);
+    if (ev.kind == StreamEvent::Kind::kFinished)
+      choices[ev.index].finish = ev.finish;
+    else
+      choices[ev.index].ids.push_back(ev.token);
+  }
+  EXPECT_TRUE(stream->finished());
+  for (int p = 0; p < 3; ++p) {
+    const Reference ref = run_alone(group[p]);
+    for (int j = 0; j < 2; ++j) {
+      EXPECT_EQ(choices[p * 2 + j].ids, ref.ids) << "prompt " << p << " choice " << j;
+      EXPECT_NE(choices[p * 2 + j].finish, FinishReason::kNone);
+    }
+  }
+  EXPECT_EQ((*engine)->stats().blocks.used_blocks, 0);
+
+  // Cancelling the shared stream ends every prompt's choices.
+  for (auto& r : group) r.max_tokens = 400, r.ignore_eos = true;
+  auto cancelled = (*engine)->submit_group(group);
+  for (int i = 0; i < 3; ++i) (*engine)->step();
+  cancelled->cancel();
+  while ((*engine)->step()) {
+  }
+  int finished = 0;
+  while (cancelled->try_next(&ev))
+    if (ev.kind == StreamEvent::Kind::kFinished) {
+      ++finished;
+      EXPECT_EQ(ev.finish, FinishReason::kCancelled) << "choice " << ev.index;
+    }
+  EXPECT_EQ(finished, 6);
+  EXPECT_TRUE(cancelled->finished());
+  EXPECT_EQ((*engine)->stats().blocks.used_blocks, 0);
+}
+
 TEST_F(EngineGate, SeededSamplingIgnoresTheRestOfTheBatch) {
   GenerationRequest r;
   r.id = "sampled";

@@ -31,12 +31,20 @@ function connect(url) {
   });
 }
 
-// Sends one request on a raw connection and reads until the server closes it.
+// Sends one request on a raw connection and reads its response (headers and a Content-Length body).
 function exchange(sock, text, ms = 5000) {
   return new Promise((resolve, reject) => {
     let data = '';
-    const timer = setTimeout(() => reject(new Error(`no close after ${ms} ms; got ${JSON.stringify(data)}`)), ms);
-    sock.on('data', (d) => { data += d; });
+    const timer = setTimeout(() => reject(new Error(`no response after ${ms} ms; got ${JSON.stringify(data)}`)), ms);
+    const complete = () => {
+      const head = data.indexOf('\r\n\r\n');
+      const len = /content-length: (\d+)/i.exec(data);
+      return head >= 0 && len && data.length >= head + 4 + Number(len[1]);
+    };
+    sock.on('data', (d) => {
+      data += d;
+      if (complete()) { clearTimeout(timer); sock.destroy(); resolve(data); }
+    });
     sock.once('end', () => { clearTimeout(timer); resolve(data); });
     sock.once('error', (e) => { clearTimeout(timer); reject(e); });
     sock.write(text);

@@ -1,5 +1,5 @@
 // The official OpenAI client library against `pagoda serve` (stories260K): completions, chat, streaming, n,
-// logprobs, stop strings, and the error statuses it maps to exception classes.
+// logprobs, stop strings, several prompts per request, and the error statuses it maps to exception classes.
 // Env: PAGODA_URL (http://127.0.0.1:PORT), PAGODA_MODEL (served name), PAGODA_GOLDEN (stories260K-greedy.jsonl).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -134,9 +134,55 @@ test('a stop string ends the text before it', async () => {
   assert.equal(r.choices[0].finish_reason, 'stop');
 });
 
-test('unknown fields are ignored', async () => {
-  const r = await client.completions.create({ model, prompt: 'Hi', max_tokens: 2, some_future_field: { x: 1 } });
-  assert.equal(r.usage.completion_tokens, 2);
+test('fields the server does not implement are 400 naming them, never silently ignored', async () => {
+  const chat = { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 };
+  const cases = [
+    [() => client.completions.create({ model, prompt: 'Hi', max_tokens: 2, some_future_field: { x: 1 } }), 'some_future_field'],
+    [() => client.chat.completions.create({ ...chat, response_format: { type: 'json_object' } }), 'response_format'],
+    [() => client.chat.completions.create({ ...chat, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 'tools'],
+    [() => client.chat.completions.create({ ...chat, tool_choice: 'auto' }), 'tool_choice'],
+    [() => client.chat.completions.create({ ...chat, functions: [{ name: 'f', parameters: {} }] }), 'functions'],
+    [() => client.completions.create({ model, prompt: 'Hi', echo: true }), 'echo'],
+    [() => client.completions.create({ model, prompt: 'Hi', suffix: 'end' }), 'suffix'],
+    [() => client.completions.create({ model, prompt: 'Hi', best_of: 3 }), 'best_of'],
+    [() => client.completions.create({ model, prompt: 'Hi', logit_bias: { 99999: 5 } }), 'logit_bias'],
+  ];
+  for (const [call, param] of cases) {
+    await assert.rejects(call(), (e) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, `${param}: ${e}`);
+      assert.equal(e.param, param);
+      assert.match(e.message, new RegExp(param));
+      return true;
+    });
+  }
+});
+
+test('several prompts in one completion request: one choice per prompt and n, numbered in order', async () => {
+  const prompts = golden.slice(0, 3).map((g) => g.prompt);
+  const alone = [];
+  for (const prompt of prompts)
+    alone.push((await client.completions.create({ model, prompt, max_tokens: 6, temperature: 0 })).choices[0].text);
+  const r = await client.completions.create({ model, prompt: prompts, max_tokens: 6, temperature: 0, n: 2 });
+  assert.equal(r.choices.length, 6);
+  r.choices.forEach((c, i) => {
+    assert.equal(c.index, i);
+    assert.equal(c.text, alone[Math.floor(i / 2)], `choice ${i}`);
+  });
+  const promptTokens = golden.slice(0, 3).reduce((sum, g) => sum + g.prompt_ids.length, 0);
+  assert.equal(r.usage.prompt_tokens, promptTokens);
+  assert.equal(r.usage.completion_tokens, 36);
+  // Token-id lists too, and streamed: each choice index ends exactly once.
+  const ids = golden.slice(0, 2).map((g) => g.prompt_ids);
+  const chunks = await collect(await client.completions.create({ model, prompt: ids, max_tokens: 4, temperature: 0, stream: true }));
+  const text = ['', ''];
+  const ends = [0, 0];
+  for (const ch of chunks) for (const c of ch.choices) {
+    text[c.index] += c.text;
+    if (c.finish_reason) ends[c.index] += 1;
+  }
+  assert.deepEqual(ends, [1, 1]);
+  const byIds = await client.completions.create({ model, prompt: ids, max_tokens: 4, temperature: 0 });
+  assert.deepEqual(text, byIds.choices.map((c) => c.text));
 });
 
 test('bad requests are 400 with the field named', async () => {

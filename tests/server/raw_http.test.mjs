@@ -64,7 +64,8 @@ test('wrong types and out-of-range values are 400 naming the field', async () =>
     ['/v1/completions', { prompt: [] }, 'prompt'],
     ['/v1/completions', { prompt: [-1] }, 'prompt'],
     ['/v1/completions', { prompt: [1.5] }, 'prompt'],
-    ['/v1/completions', { prompt: ['a', 'b'] }, 'prompt'],
+    ['/v1/completions', { prompt: ['a', 5] }, 'prompt'],
+    ['/v1/completions', { prompt: 'x', tools: [] }, 'tools'],
     ['/v1/completions', { prompt: 'x', max_tokens: '5' }, 'max_tokens'],
     ['/v1/completions', { prompt: 'x', max_tokens: 1e30 }, 'max_tokens'],
     ['/v1/completions', { prompt: 'x', temperature: null, top_k: 'a' }, 'top_k'],
@@ -103,7 +104,8 @@ test('deeply nested JSON is rejected without a crash', async () => {
   const r = await post('/v1/completions', '['.repeat(1 << 20));
   assert.equal(statusOf(r), 400);
   const r2 = await post('/v1/completions', `{"prompt": "x", "extra": ${'['.repeat(100000)}${']'.repeat(100000)}}`);
-  assert.equal(statusOf(r2), 200);  // unknown fields are ignored, however deep
+  assert.equal(statusOf(r2), 400);  // an unknown field is refused by name, however deep
+  assert.equal(errorOf(r2).param, 'extra');
   await healthy();
 });
 

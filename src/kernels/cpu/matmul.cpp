@@ -3,10 +3,7 @@
 #include <cassert>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
-
+#include "kernels/cpu/cpu_features.h"
 #include "util/fp16.h"
 
 namespace pagoda {
@@ -20,41 +17,19 @@ struct Isa {
   kernels::MatmulRowsFn fn;
 };
 
-bool cpu_has_f16c() {
-#if defined(__x86_64__)
-  // clang 14's __builtin_cpu_supports does not know "f16c": ask CPUID leaf 1 directly (ECX bit 29).
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
-#else
-  return false;
-#endif
+Isa isa_entry(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kAvx512:
+      return {"avx512", kernels::matmul_rows_avx512};
+    case KernelIsa::kAvx2:
+      return {"avx2", kernels::matmul_rows_avx2};
+    case KernelIsa::kPortable:
+      break;
+  }
+  return {"portable", kernels::matmul_rows_scalar};
 }
 
-bool cpu_has_avx512() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") &&
-         cpu_has_f16c();
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx2() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
-#else
-  return false;
-#endif
-}
-
-Isa detect_isa() {
-  if (cpu_has_avx512()) return {"avx512", kernels::matmul_rows_avx512};
-  if (cpu_has_avx2()) return {"avx2", kernels::matmul_rows_avx2};
-  return {"scalar", kernels::matmul_rows_scalar};
-}
+Isa detect_isa() { return isa_entry(default_kernel_isa()); }
 
 Isa& active_isa() {
   static Isa isa = detect_isa();
@@ -64,16 +39,12 @@ Isa& active_isa() {
 }  // namespace
 
 bool kernels::force_matmul_isa(const char* name) {
-  if (std::strcmp(name, "avx512") == 0 && cpu_has_avx512()) {
-    active_isa() = {"avx512", matmul_rows_avx512};
-    return true;
-  }
-  if (std::strcmp(name, "avx2") == 0 && cpu_has_avx2()) {
-    active_isa() = {"avx2", matmul_rows_avx2};
-    return true;
-  }
-  if (std::strcmp(name, "scalar") == 0) {
-    active_isa() = {"scalar", matmul_rows_scalar};
+  for (KernelIsa isa : {KernelIsa::kAvx512, KernelIsa::kAvx2, KernelIsa::kPortable}) {
+    const bool named = std::strcmp(name, kernel_isa_name(isa)) == 0 ||
+                       (isa == KernelIsa::kPortable && std::strcmp(name, "scalar") == 0);
+    if (!named) continue;
+    if (!cpu_can_run(isa)) return false;
+    active_isa() = isa_entry(isa);
     return true;
   }
   return false;

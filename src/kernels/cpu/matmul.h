@@ -18,7 +18,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
 // Converts row r of w to f32: out [w.cols]. Used for embedding lookups.
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out);
 
-// The instruction set the kernels dispatch to on this machine ("avx512", "avx2" or "scalar").
+// The instruction set the kernels dispatch to ("avx512", "avx2" or "portable"): PAGODA_ISA or the widest.
 const char* matmul_isa_name();
 
 namespace kernels {
@@ -31,7 +31,8 @@ void matmul_rows_avx512(const WeightMatrix& w, const float* x, int64_t num_token
                         int64_t row_end);
 void matmul_rows_avx2(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
                       int64_t row_end);
-// Forces an ISA ("avx512", "avx2", "scalar") for tests and benchmarks; returns false if the CPU lacks it.
+// Forces an ISA ("avx512", "avx2", "portable"; "scalar" is accepted for it) for tests and benchmarks; returns
+// false if the CPU lacks it.
 bool force_matmul_isa(const char* name);
 }  // namespace kernels
 

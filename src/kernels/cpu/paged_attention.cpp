@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/paged_attention_impl.h"
 
 namespace pagoda {
@@ -113,13 +114,9 @@ struct Portable {
 using KernelFn = void (*)(const PagedAttentionArgs&, ThreadPool&);
 
 bool cpu_supports(const char* isa) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (std::strcmp(isa, "avx512") == 0)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
-  if (std::strcmp(isa, "avx2") == 0) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-  return std::strcmp(isa, "portable") == 0;
+  for (KernelIsa k : {KernelIsa::kAvx512, KernelIsa::kAvx2, KernelIsa::kPortable})
+    if (std::strcmp(isa, kernel_isa_name(k)) == 0) return cpu_can_run(k);
+  return false;
 }
 
 KernelFn kernel_for(const char* isa) {
@@ -128,11 +125,7 @@ KernelFn kernel_for(const char* isa) {
   return paged_attention_portable;
 }
 
-KernelFn detect() {
-  for (const char* isa : {"avx512", "avx2"})
-    if (cpu_supports(isa)) return kernel_for(isa);
-  return paged_attention_portable;
-}
+KernelFn detect() { return kernel_for(kernel_isa_name(default_kernel_isa())); }
 
 }  // namespace
 

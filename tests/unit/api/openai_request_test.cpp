@@ -37,16 +37,67 @@ TEST_F(OpenAiRequestTest, PromptForms) {
   EXPECT_EQ(completion(R"({"prompt": [1, 403, 407]})")->gen.prompt, (std::vector<int32_t>{1, 403, 407}));
   EXPECT_EQ(completion(R"({"prompt": [[1, 403]]})")->gen.prompt, (std::vector<int32_t>{1, 403}));
   EXPECT_EQ(completion(R"({"prompt": ["Hi"]})")->gen.prompt, completion(R"({"prompt": "Hi"})")->gen.prompt);
-  EXPECT_EQ(param_of(completion(R"({"prompt": ["a", "b"]})")), "prompt");
   EXPECT_EQ(param_of(completion(R"({"prompt": []})")), "prompt");
+  EXPECT_EQ(param_of(completion(R"({"prompt": ["a", 5]})")), "prompt");
+  EXPECT_EQ(param_of(completion(R"({"prompt": [[1, 2], []]})")), "prompt");
   EXPECT_EQ(param_of(completion(R"({"prompt": [100000]})")), "prompt");
   EXPECT_EQ(param_of(completion(R"({"prompt": {"a": 1}})")), "prompt");
   EXPECT_EQ(param_of(completion(R"({"max_tokens": 3})")), "prompt");
   EXPECT_FALSE(completion(R"([1, 2])").ok());
 }
 
-TEST_F(OpenAiRequestTest, UnknownFieldsAreIgnoredKnownOnesChecked) {
-  EXPECT_TRUE(completion(R"({"prompt": "x", "frobnicate": [1, {"a": null}], "user": "u"})").ok());
+TEST_F(OpenAiRequestTest, SeveralPromptsInOneCompletionRequest) {
+  const Tokenizer& tok = stories260k().tokenizer();
+  auto r = completion(R"({"prompt": ["Once", "Lily went to"], "n": 2})");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->prompts.size(), 2u);
+  EXPECT_EQ(r->prompts[0], tok.encode("Once", true, true));
+  EXPECT_EQ(r->prompts[1], tok.encode("Lily went to", true, true));
+  EXPECT_EQ(r->gen.prompt, r->prompts[0]);
+  EXPECT_EQ(r->gen.n, 2);
+  auto ids = completion(R"({"prompt": [[1, 403], [1, 407, 261]]})");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids->prompts, (std::vector<std::vector<int32_t>>{{1, 403}, {1, 407, 261}}));
+  EXPECT_EQ(completion(R"({"prompt": "x"})")->prompts.size(), 1u);
+  // Every prompt must leave room for max_tokens: the longest one decides.
+  EXPECT_TRUE(completion(R"({"prompt": [[1], [1, 2, 3]], "max_tokens": 7})", 10).ok());
+  EXPECT_EQ(param_of(completion(R"({"prompt": [[1], [1, 2, 3, 4]], "max_tokens": 7})", 10)), "max_tokens");
+  // At most 128 choices (prompts x n).
+  EXPECT_EQ(param_of(completion(R"({"prompt": ["a", "b", "c"], "n": 50})")), "n");
+  json many = {{"prompt", json::array()}};
+  for (int i = 0; i < 129; ++i) many["prompt"].push_back("a");
+  auto too_many = parse_completion_request(many, tok, ApiLimits{512, {}});
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.error().param, "prompt");
+}
+
+TEST_F(OpenAiRequestTest, FieldsNotImplementedAre400NamingThemNeverIgnored) {
+  for (const char* field : {"response_format", "tools", "tool_choice", "functions", "function_call"}) {
+    const std::string body = std::string(R"({"messages": [{"role": "user", "content": "x"}], ")") + field + R"(": {}})";
+    auto r = parse_chat_request(json::parse(body), stories260k().tokenizer(), ApiLimits{512, {}});
+    ASSERT_FALSE(r.ok()) << field;
+    EXPECT_EQ(r.error().param, field);
+    EXPECT_NE(r.error().message.find(field), std::string::npos);
+  }
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "frobnicate": 1})")), "frobnicate");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})")), "response_format");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "messages": []})")), "messages");  // a chat field on completions
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "prompt": "y"})")), "prompt");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "echo": false})")), "echo");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "suffix": "end"})")), "suffix");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "best_of": 3, "n": 2})")), "best_of");
+  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "logit_bias": {"512": 1}})")), "logit_bias");
+  // Message fields other than role and content (tool calls, names) are refused too.
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "assistant", "content": "x", "tool_calls": []}]})")), "messages");
+  EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x", "name": "bob"}]})")), "messages");
+  // null is absent, and the no-op values of echo and best_of are accepted.
+  EXPECT_TRUE(chat(R"({"messages": [{"role": "user", "content": "x", "name": null}], "tools": null,
+                       "response_format": null})").ok());
+  EXPECT_TRUE(completion(R"({"prompt": "x", "echo": false, "best_of": 2, "n": 2, "suffix": null})").ok());
+}
+
+TEST_F(OpenAiRequestTest, KnownFieldsAreChecked) {
+  EXPECT_TRUE(completion(R"({"prompt": "x", "user": "u"})").ok());
   EXPECT_EQ(param_of(completion(R"({"prompt": "x", "user": 5})")), "user");
   EXPECT_EQ(param_of(completion(R"({"prompt": "x", "temperature": -1})")), "temperature");
   EXPECT_EQ(param_of(completion(R"({"prompt": "x", "temperature": "1"})")), "temperature");

@@ -65,7 +65,7 @@ class MatmulTest : public ::testing::TestWithParam<std::tuple<GgmlType, const ch
   GgmlType type() const { return std::get<0>(GetParam()); }
 
  private:
-  const char* previous_ = "scalar";
+  const char* previous_ = "portable";
 };
 
 TEST_P(MatmulTest, MatchesDoublePrecisionReference) {
@@ -133,9 +133,9 @@ INSTANTIATE_TEST_SUITE_P(AllTypesAndIsas, MatmulTest,
 
 TEST(MatmulDispatch, PicksTheWidestIsaAndKnowsTheOthers) {
   const std::string picked = matmul_isa_name();
-  EXPECT_TRUE(picked == "avx512" || picked == "avx2" || picked == "scalar") << picked;
+  EXPECT_TRUE(picked == "avx512" || picked == "avx2" || picked == "portable") << picked;
   EXPECT_TRUE(kernels::force_matmul_isa("scalar"));
-  EXPECT_STREQ(matmul_isa_name(), "scalar");
+  EXPECT_STREQ(matmul_isa_name(), "portable");
   EXPECT_FALSE(kernels::force_matmul_isa("sse9"));
   EXPECT_TRUE(kernels::force_matmul_isa(picked.c_str()));
 }
