@@ -3,7 +3,7 @@
 
 #include "build_info.h"
 #include "commands.h"
-#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu_features.h"
 #include "util/thread_pool.h"
 
 namespace pagoda::cli {

@@ -4,7 +4,7 @@
 
 #include "build_info.h"
 #include "commands.h"
-#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu_features.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"pagoda: LLM inference with a paged KV cache"};
@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
     report.pop_back();  // CLI11 ends the message with its own newline
     return report;
   });
+  // A PAGODA_ISA the CPU cannot run is refused before anything runs (the kernels would fall back silently, and
+  // --version would report a set the user did not ask for).
+  if (auto isa = pagoda::kernel_isa_from_env(); !isa.ok()) return pagoda::cli::fail(isa.error().message);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -31,8 +34,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pagoda: error: %s (see --help)\n", e.what());
     return 2;
   }
-  // A PAGODA_ISA the CPU cannot run is refused before any kernel runs (the kernels would fall back silently).
-  if (auto isa = pagoda::kernel_isa_from_env(); !isa.ok()) return pagoda::cli::fail(isa.error().message);
   try {
     return action();
   } catch (const std::exception& e) {  // e.g. std::bad_alloc: still one clear line, never an abort

@@ -12,6 +12,7 @@ namespace pagoda {
 struct Error {
   std::string message;
   std::string param;  // the input field the error is about, when there is one (HTTP errors report it)
+  std::string code;   // a machine-readable reason, where a caller branches on it (anchor checks: "bad_signature")
 };
 
 template <typename T>
@@ -68,9 +69,12 @@ class [[nodiscard]] Status {
   bool ok_ = true;
 };
 
-inline Error make_error(std::string message) { return Error{std::move(message), {}}; }
+inline Error make_error(std::string message) { return Error{std::move(message), {}, {}}; }
 inline Error make_field_error(std::string param, std::string message) {
-  return Error{std::move(message), std::move(param)};
+  return Error{std::move(message), std::move(param), {}};
+}
+inline Error make_coded_error(std::string code, std::string message) {
+  return Error{std::move(message), {}, std::move(code)};
 }
 
 }  // namespace pagoda

@@ -3,7 +3,7 @@
 #include <cassert>
 #include <cstring>
 
-#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu_features.h"
 #include "util/fp16.h"
 
 namespace pagoda {

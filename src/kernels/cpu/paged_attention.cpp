@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu_features.h"
 #include "kernels/cpu/paged_attention_impl.h"
 
 namespace pagoda {

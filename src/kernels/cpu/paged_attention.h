@@ -40,8 +40,9 @@ struct PagedAttentionArgs {
 constexpr int32_t kKeyTile = 32;
 
 void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool);
-// The fused kernel, built for the widest ISA this CPU has (AVX-512, AVX2 + FMA, or portable C++). All builds give
-// bitwise identical results (same operations, explicit FMAs, no contraction). head_dim <= 256.
+// The fused kernel in the process's kernel set (cpu_features.h: PAGODA_ISA, or the widest this CPU runs: AVX-512,
+// AVX2 + FMA, or portable C++). All builds give bitwise identical results (same operations, explicit FMAs, no
+// contraction). head_dim <= 256.
 void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool);
 // One build explicitly ("avx512", "avx2", "portable"); false (nothing run) when this CPU lacks it.
 bool paged_attention_isa(const PagedAttentionArgs& a, ThreadPool& pool, const char* isa);

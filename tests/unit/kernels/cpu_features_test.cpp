@@ -1,4 +1,4 @@
-#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu_features.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
