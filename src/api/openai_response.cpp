@@ -19,6 +19,8 @@ const char* openai_finish_reason(FinishReason reason) {
       return "stop";
     case FinishReason::kLength:
       return "length";
+    case FinishReason::kAnchorRevoked:
+      return "anchor_revoked";
     case FinishReason::kCancelled:
     case FinishReason::kError:
     case FinishReason::kNone:

@@ -175,6 +175,9 @@ void Engine::stop() {
 }
 
 void Engine::take_inbox() {
+  // Anchor commands first: an activation submitted before a request that names the anchor is in place for it,
+  // and a revocation takes effect before anything else of this step.
+  process_anchor_commands();
   std::deque<std::unique_ptr<RequestState>> batch;
   {
     std::lock_guard lock(mu_);
@@ -192,14 +195,21 @@ void Engine::fail_request(std::unique_ptr<RequestState> rs, const std::string& e
 
 void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   const GenerationRequest& r = rs->request;
-  const int64_t len = static_cast<int64_t>(r.prompt.size());
+  const PinnedAnchor* anchor = nullptr;
+  if (!r.anchor.empty()) {
+    auto found = anchor_for(r.anchor);
+    if (!found.ok()) return fail_request(std::move(rs), found.error().message);
+    anchor = *found;
+  }
+  const int64_t anchor_len = anchor ? static_cast<int64_t>(anchor->tokens.size()) : 0;
+  const int64_t len = anchor_len + static_cast<int64_t>(r.prompt.size());
   std::string error;
   if (r.prompt.empty()) {
     error = "the prompt is empty";
   } else if (len >= max_model_len_) {
     error = "the prompt has " + std::to_string(len) + " tokens; the maximum model length is " +
             std::to_string(max_model_len_) + " (prompt plus at least one generated token)";
-  } else if (!blocks_->could_ever_allocate(r.prompt.size())) {
+  } else if (!blocks_->could_ever_allocate(static_cast<size_t>(len))) {
     error = "the prompt has " + std::to_string(len) + " tokens, more than the KV pool can ever hold (" +
             std::to_string(blocks_->num_blocks()) + " blocks of " + std::to_string(blocks_->block_size()) + " tokens)";
   } else if (r.max_tokens < 1) {
@@ -224,14 +234,22 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   }
   if (!error.empty()) return fail_request(std::move(rs), error);
 
-  rs->ns = CacheNamespace{.model_id = config_.model_id, .tenant = r.tenant, .cache_salt = r.cache_salt, .anchor_digest = {}};
+  rs->ns = CacheNamespace{.model_id = config_.model_id, .tenant = r.tenant, .cache_salt = r.cache_salt, .anchor_digest = r.anchor};
   rs->arrival = next_arrival_++;
   rs->base_seed = r.seed ? *r.seed : seed_rng_.next_u64();
   rs->open = std::max(r.n, 1);
   SamplingParams sp = r.sampling;
   sp.seed = choice_seed(rs->base_seed, 0);
   auto seq = std::make_unique<Sequence>(SeqId{next_seq_id_++}, rs.get(), 0, sp, model_.tokenizer(), r.stop);
-  seq->tokens = r.prompt;
+  if (anchor) {
+    seq->tokens = anchor->tokens;
+    seq->tokens.insert(seq->tokens.end(), r.prompt.begin(), r.prompt.end());
+    seq->prefix = anchor->seq;
+    rs->anchor = r.anchor;
+    ++anchors_.at(r.anchor).users;
+  } else {
+    seq->tokens = r.prompt;
+  }
   seq->prompt_len = len;
   seq->priority = r.priority;
   seq->arrival = rs->arrival;
@@ -284,6 +302,16 @@ bool Engine::step() {
   return true;
 }
 
+KvStorage Engine::kv_storage() const {
+  KvStorage storage;
+  storage.k_base = kv_->k(0);
+  storage.v_base = kv_->v(0);
+  storage.layer_stride = kv_->shape().layer_floats();
+  storage.num_slots = kv_->shape().token_capacity();
+  storage.block_size = static_cast<int32_t>(kv_->shape().block_size);
+  return storage;
+}
+
 void Engine::run_until_idle() {
   while (step()) {
   }
@@ -332,13 +360,7 @@ void Engine::run_batch(const SchedulerStep& sched) {
   batch.block_table = b_table_;
   batch.max_blocks = max_blocks;
   batch.logit_rows = b_logit_rows_;
-  KvStorage storage;
-  storage.k_base = kv_->k(0);
-  storage.v_base = kv_->v(0);
-  storage.layer_stride = kv_->shape().layer_floats();
-  storage.num_slots = kv_->shape().token_capacity();
-  storage.block_size = static_cast<int32_t>(kv_->shape().block_size);
-  Status st = llama_forward_batch(model_, batch, storage, ws_, *pool_, logits_, config_.attention);
+  Status st = llama_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
   if (!st.ok()) {
     for (const ScheduledChunk& c : sched.chunks)
       if (c.seq->state != Sequence::State::kFinished) finish(*c.seq, FinishReason::kError, st.error().message);
@@ -375,6 +397,7 @@ void Engine::fork_choices(Sequence& parent) {
     child->priority = parent.priority;
     child->arrival = parent.arrival;
     child->ns = parent.ns;
+    child->prefix = parent.prefix;  // a preempted child is admitted again from the same pinned anchor
     blocks_->fork(parent.id, child->id);
     scheduler_->add_running(child.get());
     rs.seqs.push_back(std::move(child));
@@ -432,7 +455,11 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
 }
 
 void Engine::release_finished_requests() {
-  active_.remove_if([](const std::unique_ptr<RequestState>& p) { return p->done; });
+  active_.remove_if([this](const std::unique_ptr<RequestState>& p) {
+    if (p->done && !p->anchor.empty()) release_anchor_user(p->anchor);
+    return p->done;
+  });
+  unpin_unused_anchors();
 }
 
 void Engine::finish_all(FinishReason reason, const std::string& error) {

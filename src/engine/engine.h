@@ -12,6 +12,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
+#include <unordered_map>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -47,10 +49,18 @@ struct EngineConfig {
   AttentionImpl attention = AttentionImpl::kFused;
   bool enable_prefix_caching = true;
   bool prefault_kv = false;  // make the whole KV pool resident at creation (servers: flat memory while serving)
+  double anchor_max_pinned_frac = 0.25;  // pinned anchor blocks may take at most this share of the pool
   Clock* clock = nullptr;  // LRU clock; nullptr: a steady clock
 };
 
 constexpr uint64_t kDefaultKvCacheBytes = uint64_t{1} << 30;
+
+// An anchor's K/V as the engine holds it: a pinned sequence of the block manager, prefilled once.
+struct AnchorActivation {
+  int32_t tokens = 0;
+  int32_t blocks = 0;        // pinned blocks (the last one may be partial)
+  double prefill_seconds = 0;  // 0 when it was already active
+};
 
 struct EngineStats {
   BlockManagerStats blocks;
@@ -76,6 +86,7 @@ struct RequestState {
   bool done = false;  // every choice finished
   int32_t open = 0;   // choices not finished
   int32_t choice_offset = 0;  // added to every event's index: this request's choices within a shared stream
+  std::string anchor;         // digest of the pinned anchor its sequences start from; empty: none
   std::vector<std::unique_ptr<Sequence>> seqs;
 };
 
@@ -92,6 +103,17 @@ class Engine {
   // choices of requests[i] have indices offset by the n of the requests before it. Cancelling the stream cancels
   // them all. The stream's prompt_ids() are the first request's.
   std::shared_ptr<RequestStream> submit_group(std::vector<GenerationRequest> requests);
+
+  // --- verified anchors (the engine knows digests and tokens only; verification happens before, in src/anchor).
+  // Thread-safe. At its next step the engine prefills `tokens` once into pinned blocks held under `digest` (again
+  // for a digest already active: nothing, and the same answer). Errors: code "anchor_pool_full" when pinned
+  // anchors would exceed anchor_max_pinned_frac of the pool, or the pool has no room now.
+  std::future<Result<AnchorActivation>> activate_anchor(std::string digest, std::vector<int32_t> tokens);
+  // Thread-safe; both take effect at the next step boundary. Deactivation takes no new requests and unpins the
+  // blocks once the requests using them have finished. Revocation also ends those requests now, with
+  // FinishReason::kAnchorRevoked, so no later step attends to the anchor.
+  void deactivate_anchor(const std::string& digest);
+  void revoke_anchor(const std::string& digest);
 
   // Runs steps on a background thread until stop() (or destruction).
   void start();
@@ -129,6 +151,29 @@ class Engine {
   void release_finished_requests();
   void refresh_stats();
   bool has_work() const;
+  KvStorage kv_storage() const;
+  // Anchors (engine_anchors.cpp).
+  struct PinnedAnchor {
+    SeqId seq;
+    std::vector<int32_t> tokens;
+    int32_t blocks = 0;
+    int64_t users = 0;       // requests admitted with it and not yet released
+    bool accepting = true;   // false once deactivated or revoked: freed when users reach 0
+  };
+  struct AnchorCommand {
+    enum class Kind { kActivate, kDeactivate, kRevoke };
+    Kind kind = Kind::kActivate;
+    std::string digest;
+    std::vector<int32_t> tokens;
+    std::shared_ptr<std::promise<Result<AnchorActivation>>> done;
+  };
+  void push_anchor_command(AnchorCommand command);
+  void process_anchor_commands();
+  Result<AnchorActivation> pin_anchor(const std::string& digest, const std::vector<int32_t>& tokens);
+  // Admission of a request naming an anchor: the anchor's tokens, its sequence, or an error.
+  Result<const PinnedAnchor*> anchor_for(const std::string& digest) const;
+  void release_anchor_user(const std::string& digest);
+  void unpin_unused_anchors();
 
   const Model& model_;
   EngineConfig config_;
@@ -144,6 +189,8 @@ class Engine {
   int64_t next_seq_id_ = 1;
   uint64_t next_arrival_ = 1;
   std::list<std::unique_ptr<RequestState>> active_;
+  std::unordered_map<std::string, PinnedAnchor> anchors_;  // by digest (engine thread only)
+  int32_t pinned_anchor_blocks_ = 0;
 
   // Step counters (engine thread only); published through stats_.
   int64_t steps_ = 0;
@@ -161,6 +208,7 @@ class Engine {
   mutable std::mutex mu_;  // guards inbox_, wake_pending_, stop_, stats_
   std::condition_variable cv_;
   std::deque<std::unique_ptr<RequestState>> inbox_;
+  std::deque<AnchorCommand> anchor_inbox_;
   bool wake_pending_ = false;
   bool stop_ = false;
   EngineStats stats_;

@@ -9,6 +9,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::kLength: return "length";
     case FinishReason::kCancelled: return "cancelled";
     case FinishReason::kError: return "error";
+    case FinishReason::kAnchorRevoked: return "anchor_revoked";
   }
   return "none";
 }

@@ -24,9 +24,13 @@ struct GenerationRequest {
   std::string cache_salt;      // separates prefix-cache namespaces: only requests with equal salts share blocks
   std::string tenant;          // set by the server from the API key; part of the cache namespace like the salt
   bool return_logits = false;  // attach each sampled position's raw logits to its event (tests, debugging)
+  // Digest of an active anchor: the sequence is the anchor's tokens, then `prompt` (which then carries no BOS of
+  // its own), and starts from the anchor's pinned blocks. Empty: none.
+  std::string anchor;
 };
 
-enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+// kAnchorRevoked: the verified anchor the request started from was revoked (or expired) while it ran.
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError, kAnchorRevoked };
 const char* finish_reason_name(FinishReason r);
 
 // One event of one choice: a sampled token, or the end of the choice.

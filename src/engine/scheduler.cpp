@@ -113,9 +113,9 @@ SchedulerStep Scheduler::schedule() {
       out.rejected.push_back(s);
       continue;
     }
-    if (!blocks_.can_allocate(s->tokens, *s->ns)) break;
+    if (!blocks_.can_allocate(s->tokens, *s->ns, s->prefix)) break;
     waiting_.erase(waiting_.begin());
-    s->num_computed = blocks_.allocate(s->id, s->tokens, *s->ns);
+    s->num_computed = blocks_.allocate(s->id, s->tokens, *s->ns, s->prefix, &out.copies);
     add_running(s);
     take(s, std::min<int64_t>(s->num_pending(), budget));
   }

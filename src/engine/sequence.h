@@ -36,6 +36,9 @@ struct Sequence {
   uint64_t admitted = 0;        // order of the latest admission; preemption picks the largest
   uint64_t scheduled_step = 0;  // the step that last scheduled this sequence
   const CacheNamespace* ns = nullptr;
+  // A pinned prefix (a verified anchor's sequence) whose blocks this sequence starts from: its tokens begin
+  // `tokens`, and admission shares its blocks instead of computing them.
+  std::optional<SeqId> prefix;
   bool text_done = false;  // all text emitted (a stop string matched, or finished)
 
   Sampler sampler;

@@ -20,14 +20,15 @@ const BlockManager::Sequence& BlockManager::seq_state(SeqId seq) const {
 }
 
 std::vector<std::pair<BlockId, BlockKey>> BlockManager::find_cached_prefix(std::span<const int32_t> prompt,
-                                                                           const CacheNamespace& ns) const {
+                                                                           const CacheNamespace& ns,
+                                                                           size_t first_block,
+                                                                           std::optional<BlockKey> parent) const {
   std::vector<std::pair<BlockId, BlockKey>> hits;
   if (prompt.empty() || !config_.enable_prefix_caching) return hits;
   const size_t bs = config_.block_size;
   // The block holding the last prompt token is never taken from the cache: it must be computed for logits.
   const size_t max_blocks = (prompt.size() - 1) / bs;
-  std::optional<BlockKey> parent;
-  for (size_t i = 0; i < max_blocks; ++i) {
+  for (size_t i = first_block; i < max_blocks; ++i) {
     const auto tokens = prompt.subspan(i * bs, bs);
     const BlockKey key = compute_block_key(parent, tokens, ns);
     auto it = cache_index_.find(key);
@@ -44,34 +45,88 @@ bool BlockManager::could_ever_allocate(size_t prompt_tokens) const {
   return blocks_for(prompt_tokens + 1) + config_.watermark_blocks <= config_.num_blocks;
 }
 
-bool BlockManager::can_allocate(std::span<const int32_t> prompt, const CacheNamespace& ns) const {
-  const auto hits = find_cached_prefix(prompt, ns);
+size_t BlockManager::shared_prefix_blocks(const Sequence& prefix, std::span<const int32_t> prompt) const {
+  assert(prefix.tokens.size() < prompt.size() &&
+         std::equal(prefix.tokens.begin(), prefix.tokens.end(), prompt.begin()) && "prefix must start the prompt");
+  (void)prompt;
+  return prefix.tokens.size() / config_.block_size;
+}
+
+bool BlockManager::can_allocate(std::span<const int32_t> prompt, const CacheNamespace& ns,
+                                std::optional<SeqId> prefix) const {
+  size_t shared = 0;
+  std::optional<BlockKey> parent;
+  if (prefix) {
+    const Sequence& p = seq_state(*prefix);
+    shared = shared_prefix_blocks(p, prompt);
+    if (shared) parent = p.keys[shared - 1];
+  }
+  const auto hits = find_cached_prefix(prompt, ns, shared, parent);
   int32_t hits_from_lru = 0;
   for (const auto& [id, key] : hits)
     if (blocks_[id.value].ref_count == 0) ++hits_from_lru;
-  const int32_t needed = blocks_for(prompt.size() + 1) - static_cast<int32_t>(hits.size());
+  const int32_t needed =
+      blocks_for(prompt.size() + 1) - static_cast<int32_t>(shared) - static_cast<int32_t>(hits.size());
   return needed + config_.watermark_blocks <= available_blocks() - hits_from_lru;
 }
 
-int64_t BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt, const CacheNamespace& ns) {
+int64_t BlockManager::allocate(SeqId seq, std::span<const int32_t> prompt, const CacheNamespace& ns,
+                               std::optional<SeqId> prefix, std::vector<BlockCopy>* copies) {
   assert(!has_sequence(seq));
-  assert(can_allocate(prompt, ns));
-  const auto hits = find_cached_prefix(prompt, ns);
+  assert(can_allocate(prompt, ns, prefix));
   Sequence s;
   s.ns = ns;
   s.tokens.assign(prompt.begin(), prompt.end());
+  size_t shared = 0;
+  int64_t pinned_tokens = 0;
+  std::optional<BlockKey> parent;
+  const Sequence* p = prefix ? &seq_state(*prefix) : nullptr;
+  if (p) {
+    shared = shared_prefix_blocks(*p, prompt);
+    assert(p->keys.size() >= shared && "the pinned prefix is computed before use");
+    for (size_t i = 0; i < shared; ++i) {
+      ++blocks_[p->table[i].id.value].ref_count;
+      s.table.push_back(p->table[i]);
+      s.keys.push_back(p->keys[i]);
+    }
+    if (shared) parent = p->keys[shared - 1];
+    pinned_tokens = static_cast<int64_t>(p->tokens.size());
+  }
+  const auto hits = find_cached_prefix(prompt, ns, shared, parent);
   for (const auto& [id, key] : hits) {
     acquire_cached(id);
     s.table.push_back(BlockHandle{id, blocks_[id.value].generation});
     s.keys.push_back(key);
   }
+  const size_t bs = config_.block_size;
+  const int32_t tail = static_cast<int32_t>(pinned_tokens % static_cast<int64_t>(bs));
+  const bool copy_tail = p && hits.empty() && tail > 0;
   const int32_t total = blocks_for(prompt.size() + 1);
   while (static_cast<int32_t>(s.table.size()) < total) s.table.push_back(take_block());
-  prefix_query_tokens_ += static_cast<int64_t>(prompt.size());
-  const int64_t cached = static_cast<int64_t>(hits.size()) * config_.block_size;
-  prefix_hit_tokens_ += cached;
+  if (copy_tail) {
+    assert(copies && "a partial pinned tail needs a copy");
+    copies->push_back(BlockCopy{p->table[shared].id, s.table[shared].id, tail});
+  }
+  prefix_query_tokens_ += static_cast<int64_t>(prompt.size()) - pinned_tokens;
+  const int64_t cached_blocks = static_cast<int64_t>(shared + hits.size()) * static_cast<int64_t>(bs);
+  prefix_hit_tokens_ += static_cast<int64_t>(hits.size()) * static_cast<int64_t>(bs);
   seqs_.emplace(seq, std::move(s));
-  return cached;
+  return std::max(cached_blocks, pinned_tokens);
+}
+
+bool BlockManager::can_allocate_pinned(size_t num_tokens) const {
+  return num_tokens > 0 && blocks_for(num_tokens) <= available_blocks();
+}
+
+void BlockManager::allocate_pinned(SeqId seq, std::span<const int32_t> tokens, const CacheNamespace& ns) {
+  assert(!has_sequence(seq));
+  assert(can_allocate_pinned(tokens.size()));
+  Sequence s;
+  s.ns = ns;
+  s.cacheable = false;
+  s.tokens.assign(tokens.begin(), tokens.end());
+  while (static_cast<int32_t>(s.table.size()) < blocks_for(tokens.size())) s.table.push_back(take_block());
+  seqs_.emplace(seq, std::move(s));
 }
 
 bool BlockManager::can_append(SeqId seq) const {
@@ -105,13 +160,15 @@ int64_t BlockManager::append_slot(SeqId seq, int32_t token, std::optional<BlockC
 void BlockManager::mark_computed(SeqId seq, int64_t num_computed) {
   Sequence& s = seqs_.at(seq);
   assert(num_computed <= static_cast<int64_t>(s.tokens.size()));
-  if (!config_.enable_prefix_caching) return;
+  // A pinned prefix computes its keys (what follows it chains from them) even with the cache off.
+  if (!config_.enable_prefix_caching && s.cacheable) return;
   const size_t bs = config_.block_size;
   while ((s.keys.size() + 1) * bs <= static_cast<size_t>(num_computed)) {
     const size_t i = s.keys.size();
     const std::span<const int32_t> tokens(s.tokens.data() + i * bs, bs);
     const BlockKey key = compute_block_key(i ? std::optional<BlockKey>(s.keys[i - 1]) : std::nullopt, tokens, s.ns);
     s.keys.push_back(key);
+    if (!s.cacheable) continue;
     Block& b = blocks_[s.table[i].id.value];
     // A block already registered (shared via fork), or a key another sequence registered first, stays as is.
     if (b.key || cache_index_.count(key)) continue;

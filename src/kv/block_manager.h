@@ -12,6 +12,12 @@
 //
 // Check-then-act: can_allocate/allocate, can_append/append_slot. Every release path (finish, cancel, preempt,
 // error) calls free(seq) once, which drops each of the sequence's references exactly once.
+//
+// Pinned prefixes (verified anchors): allocate_pinned() gives a sequence blocks that never enter the prefix cache
+// (so no prompt can reach them by its tokens) and that stay referenced, hence never evicted, until that sequence is
+// freed. A sequence allocated with `prefix` starts from the pinned sequence's full blocks by reference; the pinned
+// tail block, if partial, is copied into a block of its own at admission (the request's first prompt token writes
+// into it at once), and the prefix-cache keys of everything after chain from the pinned sequence's keys.
 #pragma once
 
 #include <cstdint>
@@ -74,13 +80,23 @@ class BlockManager {
   int32_t num_blocks() const { return config_.num_blocks; }
 
   // --- admission: reserves the prompt's blocks plus one step of growth.
+  // `prefix`, when set, is a pinned sequence whose tokens are the first tokens of `prompt` (and fewer than all).
   // Whether allocate() can succeed now (prefix hits counted, watermark respected).
-  bool can_allocate(std::span<const int32_t> prompt, const CacheNamespace& ns) const;
+  bool can_allocate(std::span<const int32_t> prompt, const CacheNamespace& ns,
+                    std::optional<SeqId> prefix = std::nullopt) const;
   // Whether the prompt could ever fit in an empty pool.
   bool could_ever_allocate(size_t prompt_tokens) const;
-  // Precondition: can_allocate and seq unknown. Returns how many leading prompt tokens already have cached K/V
-  // (whole blocks; always fewer than the prompt, so the last prompt token is computed and yields logits).
-  int64_t allocate(SeqId seq, std::span<const int32_t> prompt, const CacheNamespace& ns);
+  // Precondition: can_allocate and seq unknown. Returns how many leading prompt tokens already have K/V (the
+  // pinned prefix and cached whole blocks; always fewer than the prompt, so the last prompt token is computed and
+  // yields logits). A copy of the pinned prefix's partial tail block, if one is needed, is appended to *copies.
+  int64_t allocate(SeqId seq, std::span<const int32_t> prompt, const CacheNamespace& ns,
+                   std::optional<SeqId> prefix = std::nullopt, std::vector<BlockCopy>* copies = nullptr);
+
+  // --- pinned prefixes.
+  // Blocks for exactly `tokens` (no growth), outside the prefix cache. Precondition: can_allocate_pinned.
+  bool can_allocate_pinned(size_t num_tokens) const;
+  void allocate_pinned(SeqId seq, std::span<const int32_t> tokens, const CacheNamespace& ns);
+  int32_t num_table_blocks(SeqId seq) const { return static_cast<int32_t>(seq_state(seq).table.size()); }
 
   // --- growth by one token.
   bool can_append(SeqId seq) const;
@@ -126,14 +142,19 @@ class BlockManager {
     std::vector<int32_t> tokens;
     std::vector<BlockKey> keys;  // keys of the leading full, computed blocks
     CacheNamespace ns;
+    bool cacheable = true;  // false for pinned prefixes: their blocks are never registered in the cache
   };
 
   int32_t blocks_for(size_t num_tokens) const {
     return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
   }
   // Leading full blocks of `prompt` found in the cache, with their keys.
+  // Starting at block `first_block` of `prompt`, chained from `parent` (the key of the block before).
   std::vector<std::pair<BlockId, BlockKey>> find_cached_prefix(std::span<const int32_t> prompt,
-                                                               const CacheNamespace& ns) const;
+                                                               const CacheNamespace& ns, size_t first_block = 0,
+                                                               std::optional<BlockKey> parent = std::nullopt) const;
+  // The pinned prefix's full blocks that a prompt starting with it shares (checked against its tokens).
+  size_t shared_prefix_blocks(const Sequence& prefix, std::span<const int32_t> prompt) const;
   int32_t available_blocks() const { return static_cast<int32_t>(free_list_.size() + lru_.size()); }
   BlockHandle take_block();  // from the free list, else by evicting the least recently used cached block
   void acquire_cached(BlockId id);

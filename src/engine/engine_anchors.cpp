@@ -1,0 +1,160 @@
+// The engine's side of verified anchors: pinned prefill at activation, admission from pinned blocks, and
+// deactivation / revocation at step boundaries. Nothing here verifies anything: the anchor module has done that
+// before a digest reaches the engine, and the token loop never looks at anchors (a sequence only carries the
+// pinned sequence it started from, as a prefix of its block table).
+#include <chrono>
+#include <cmath>
+
+#include "engine/engine.h"
+
+namespace pagoda {
+
+std::future<Result<AnchorActivation>> Engine::activate_anchor(std::string digest, std::vector<int32_t> tokens) {
+  AnchorCommand c;
+  c.kind = AnchorCommand::Kind::kActivate;
+  c.digest = std::move(digest);
+  c.tokens = std::move(tokens);
+  c.done = std::make_shared<std::promise<Result<AnchorActivation>>>();
+  auto future = c.done->get_future();
+  push_anchor_command(std::move(c));
+  return future;
+}
+
+void Engine::deactivate_anchor(const std::string& digest) {
+  push_anchor_command(AnchorCommand{AnchorCommand::Kind::kDeactivate, digest, {}, nullptr});
+}
+
+void Engine::revoke_anchor(const std::string& digest) {
+  push_anchor_command(AnchorCommand{AnchorCommand::Kind::kRevoke, digest, {}, nullptr});
+}
+
+void Engine::push_anchor_command(AnchorCommand command) {
+  {
+    std::lock_guard lock(mu_);
+    anchor_inbox_.push_back(std::move(command));
+    wake_pending_ = true;
+  }
+  cv_.notify_one();
+}
+
+void Engine::process_anchor_commands() {
+  std::deque<AnchorCommand> commands;
+  {
+    std::lock_guard lock(mu_);
+    commands.swap(anchor_inbox_);
+  }
+  for (AnchorCommand& c : commands) {
+    switch (c.kind) {
+      case AnchorCommand::Kind::kActivate:
+        c.done->set_value(pin_anchor(c.digest, c.tokens));
+        break;
+      case AnchorCommand::Kind::kRevoke:
+        // Every request that started from the anchor ends now: none of them runs another step with it.
+        for (auto& rs : active_)
+          if (!rs->done && rs->anchor == c.digest) finish_request(*rs, FinishReason::kAnchorRevoked, {});
+        [[fallthrough]];
+      case AnchorCommand::Kind::kDeactivate:
+        if (auto it = anchors_.find(c.digest); it != anchors_.end()) it->second.accepting = false;
+        break;
+    }
+  }
+  // Waiting requests that named a revoked or deactivated anchor were finished above (revoke) or are refused at
+  // admission (their anchor no longer accepts); release_finished_requests() unpins what nobody uses.
+  release_finished_requests();
+}
+
+Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std::vector<int32_t>& tokens) {
+  if (auto it = anchors_.find(digest); it != anchors_.end()) {
+    it->second.accepting = true;  // activated again after a deactivation whose users are still running
+    return AnchorActivation{static_cast<int32_t>(it->second.tokens.size()), it->second.blocks, 0.0};
+  }
+  if (tokens.empty()) return make_error("an anchor needs at least one token");
+  if (static_cast<int64_t>(tokens.size()) >= max_model_len_)
+    return make_error("the anchor has " + std::to_string(tokens.size()) + " tokens; the maximum model length is " +
+                      std::to_string(max_model_len_));
+  for (int32_t id : tokens)
+    if (id < 0 || id >= model_.hparams().n_vocab) return make_error("anchor token id " + std::to_string(id) + " is outside the vocabulary");
+  const int32_t bs = blocks_->block_size();
+  const int32_t needed = static_cast<int32_t>((tokens.size() + bs - 1) / bs);
+  const int32_t budget = static_cast<int32_t>(std::floor(config_.anchor_max_pinned_frac * blocks_->num_blocks()));
+  if (pinned_anchor_blocks_ + needed > budget)
+    return make_coded_error("anchor_pool_full", "pinning " + std::to_string(needed) + " more blocks would exceed " +
+                                                    "the anchors' share of the KV pool (" + std::to_string(budget) +
+                                                    " blocks, " + std::to_string(pinned_anchor_blocks_) + " pinned)");
+  if (!blocks_->can_allocate_pinned(tokens.size()))
+    return make_coded_error("anchor_pool_full", "the KV pool has no room for " + std::to_string(needed) +
+                                                    " blocks now; retry when requests have finished");
+  const auto start = std::chrono::steady_clock::now();
+  const SeqId seq{next_seq_id_++};
+  const CacheNamespace ns{.model_id = config_.model_id, .tenant = {}, .cache_salt = {}, .anchor_digest = digest};
+  blocks_->allocate_pinned(seq, tokens, ns);
+  // Prefill in chunks of the step's token budget; no logits are wanted. The arithmetic per token does not depend
+  // on the batch, so these K/V are bitwise those a request would compute for the same tokens at the same positions.
+  const int64_t A = static_cast<int64_t>(tokens.size());
+  const auto handles = blocks_->block_handles(seq);
+  std::vector<int32_t> table(handles.size());
+  for (size_t b = 0; b < handles.size(); ++b) table[b] = handles[b].id.value;
+  for (int64_t first = 0; first < A;) {
+    const int64_t n = std::min<int64_t>(A - first, config_.max_num_batched_tokens);
+    b_tokens_.assign(tokens.begin() + first, tokens.begin() + first + n);
+    b_positions_.clear();
+    b_slots_.clear();
+    for (int64_t p = first; p < first + n; ++p) {
+      b_positions_.push_back(static_cast<int32_t>(p));
+      b_slots_.push_back(blocks_->slot_of(seq, p));
+    }
+    b_cu_.assign({0, static_cast<int32_t>(n)});
+    b_kv_lens_.assign({static_cast<int32_t>(first + n)});
+    b_logit_rows_.clear();
+    ForwardBatch batch;
+    batch.tokens = b_tokens_;
+    batch.positions = b_positions_;
+    batch.slot_mapping = b_slots_;
+    batch.cu_seqlens_q = b_cu_;
+    batch.seq_lens_kv = b_kv_lens_;
+    batch.block_table = table;
+    batch.max_blocks = static_cast<int32_t>(table.size());
+    batch.logit_rows = b_logit_rows_;
+    Status st = llama_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
+    if (!st.ok()) {
+      blocks_->free(seq);
+      return st.error();
+    }
+    first += n;
+  }
+  blocks_->mark_computed(seq, A);
+  PinnedAnchor pinned;
+  pinned.seq = seq;
+  pinned.tokens = tokens;
+  pinned.blocks = needed;
+  anchors_.emplace(digest, std::move(pinned));
+  pinned_anchor_blocks_ += needed;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return AnchorActivation{static_cast<int32_t>(A), needed, seconds};
+}
+
+Result<const Engine::PinnedAnchor*> Engine::anchor_for(const std::string& digest) const {
+  auto it = anchors_.find(digest);
+  if (it == anchors_.end() || !it->second.accepting)
+    return make_coded_error("anchor_not_found", "anchor " + digest + " is not active");
+  return &it->second;
+}
+
+void Engine::release_anchor_user(const std::string& digest) {
+  auto it = anchors_.find(digest);
+  if (it != anchors_.end() && it->second.users > 0) --it->second.users;
+}
+
+void Engine::unpin_unused_anchors() {
+  for (auto it = anchors_.begin(); it != anchors_.end();) {
+    if (it->second.accepting || it->second.users > 0) {
+      ++it;
+      continue;
+    }
+    blocks_->free(it->second.seq);  // blocks a running sequence still shares stay until it finishes
+    pinned_anchor_blocks_ -= it->second.blocks;
+    it = anchors_.erase(it);
+  }
+}
+
+}  // namespace pagoda
