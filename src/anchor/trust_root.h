@@ -50,4 +50,10 @@ Result<TrustRoot> parse_trust_root(std::string_view json_text, uint64_t now);
 Status verify_threshold(const DsseEnvelope& envelope, const TrustRoot& root, TrustRoleName role,
                         const std::set<std::string>& revoked_keyids = {});
 
+// Root rotation: a DSSE envelope (payloadType application/vnd.pagoda.root.v1+json) whose payload is the new root's
+// JSON, with version = current + 1, signed by the threshold of the current root's `root` role and by the threshold
+// of the new root's `root` role (so a stolen old key alone cannot rotate, and the new keys prove possession).
+inline constexpr std::string_view kRootPayloadType = "application/vnd.pagoda.root.v1+json";
+Result<TrustRoot> verify_root_rotation(std::string_view envelope_json, const TrustRoot& current, uint64_t now);
+
 }  // namespace pagoda

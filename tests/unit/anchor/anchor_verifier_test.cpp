@@ -11,71 +11,12 @@
 #include "anchor/base64.h"
 #include "anchor/cbor.h"
 #include "anchor/dsse_envelope.h"
+#include "test_authority.h"
 
 namespace pagoda {
 namespace {
 
 using json = nlohmann::json;
-constexpr uint64_t kNow = 1'800'000'000;
-
-Ed25519KeyPair key_from(uint8_t seed_byte) {
-  std::array<uint8_t, 32> seed{};
-  seed.fill(seed_byte);
-  return ed25519_from_seed(seed);
-}
-
-class Authority {
- public:
-  Authority() : root_key(key_from(1)), anchor_a(key_from(2)), anchor_b(key_from(3)), revoker(key_from(4)) {}
-
-  // A root whose anchor role has anchor_a and anchor_b with the given threshold.
-  std::string root_json(int anchor_threshold = 1, uint64_t expires = kNow + 86400) const {
-    json keys = json::object();
-    for (const auto* k : {&root_key, &anchor_a, &anchor_b, &revoker})
-      keys[ed25519_key_id(k->public_key)] = to_hex(k->public_key);
-    auto role = [](std::vector<const Ed25519KeyPair*> ks, int t) {
-      json ids = json::array();
-      for (const auto* k : ks) ids.push_back(ed25519_key_id(k->public_key));
-      return json{{"keyids", ids}, {"threshold", t}};
-    };
-    return json{{"version", 1},
-                {"expires", expires},
-                {"keys", keys},
-                {"roles",
-                 {{"root", role({&root_key}, 1)},
-                  {"anchor", role({&anchor_a, &anchor_b}, anchor_threshold)},
-                  {"revocation", role({&revoker}, 1)}}}}
-        .dump();
-  }
-
-  AnchorPayload payload() const {
-    AnchorPayload p;
-    p.lineage = "user-42/memory";
-    p.version = 3;
-    p.kind = "memory";
-    p.scope = "*";
-    p.model = model;
-    p.text = "The user prefers metric units.";
-    p.issued = kNow - 60;
-    p.expires = kNow + 3600;
-    return p;
-  }
-
-  static DsseSignature sign(const std::string& type, const std::string& payload, const Ed25519KeyPair& k) {
-    return DsseSignature{ed25519_key_id(k.public_key), ed25519_sign(dsse_pae(type, payload), k.secret_key)};
-  }
-
-  std::string envelope(const std::string& payload_bytes, std::vector<const Ed25519KeyPair*> signers,
-                       const std::string& type = std::string(kAnchorPayloadType)) const {
-    DsseEnvelope e{type, payload_bytes, {}};
-    for (const auto* k : signers) e.signatures.push_back(sign(type, payload_bytes, *k));
-    return write_dsse_envelope(e);
-  }
-  std::string envelope() const { return envelope(encode_anchor_payload(payload()), {&anchor_a}); }
-
-  Ed25519KeyPair root_key, anchor_a, anchor_b, revoker;
-  Sha256Digest model = sha256("model file bytes");
-};
 
 class AnchorVerifierTest : public ::testing::Test {
  protected:
