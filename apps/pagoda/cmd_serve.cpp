@@ -1,6 +1,8 @@
 // pagoda serve MODEL.gguf [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-keys-file FILE]
 //                         [--served-model-name NAME] [--max-queue N] [--chat-template NAME]
 //                         [--shutdown-timeout S] [engine flags]
+//                         [--anchor-trust-root ROOT.json [--anchor-state-dir DIR] [--anchor FILE]...
+//                          [--admin-api-key KEY] [--anchor-max-tokens N] [--anchor-max-pinned-frac F]]
 // The OpenAI-compatible server. It binds its port first and answers /health with 503 while the model loads.
 // SIGINT / SIGTERM: /health turns 503 and new requests are refused; requests in flight get --shutdown-timeout
 // seconds to finish, then are aborted (streams end with finish_reason "abort"); exit code 0. A second signal
@@ -18,6 +20,8 @@
 #include "engine/engine.h"
 #include "engine_flags.h"
 #include "model/model.h"
+#include "anchor/ed25519.h"
+#include "server/anchor_service.h"
 #include "server/http_server.h"
 
 namespace pagoda::cli {
@@ -34,7 +38,47 @@ struct ServeOptions {
   std::string chat_template;
   double shutdown_timeout_s = 30;
   EngineFlags engine;
+  // Verified anchors (docs/anchors.md): enabled by a trust root.
+  std::string anchor_trust_root;
+  std::string anchor_state_dir;
+  std::vector<std::string> anchor_files;
+  std::string admin_api_key;
+  int32_t anchor_max_tokens = 512;
+  double anchor_max_pinned_frac = 0.25;
 };
+
+// The anchor service over a started engine: the registry (state restored and re-verified), anchors active before
+// a restart pinned again, then each --anchor file verified and activated. Any refusal stops the start.
+Result<std::unique_ptr<AnchorService>> start_anchors(const ServeOptions& o, const Model& model, Engine& engine) {
+  auto digest = sha256_file(o.model_path);
+  if (!digest.ok()) return digest.error();
+  AnchorRegistryConfig rc;
+  rc.trust_root_path = o.anchor_trust_root;
+  rc.state_dir = o.anchor_state_dir;
+  rc.model_digest = *digest;
+  rc.max_tokens = o.anchor_max_tokens;
+  const Tokenizer* tok = &model.tokenizer();
+  rc.tokenize = [tok](const std::string& text) { return tok->encode(text, /*add_special=*/true, /*parse_special=*/false); };
+  rc.now = [] {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  };
+  auto service = AnchorService::create(std::move(rc), engine);
+  if (!service.ok()) return service.error();
+  if (Status st = (*service)->restore_active(); !st.ok()) return st.error();
+  for (const std::string& file : o.anchor_files) {
+    auto active = (*service)->load_file(file);
+    if (!active.ok()) return active.error();
+    std::fprintf(stderr, "pagoda: anchor %s active: %d tokens in %d pinned blocks, prefilled in %.1f ms\n",
+                 active->record.digest.c_str(), active->pinned.tokens, active->pinned.blocks,
+                 active->pinned.prefill_seconds * 1000);
+  }
+  (*service)->start_expiry_ticker();
+  std::fprintf(stderr, "pagoda: anchors enabled: model digest %s, trust root version %llu%s\n", to_hex(*digest).c_str(),
+               static_cast<unsigned long long>((*service)->registry().root_version()),
+               o.admin_api_key.empty() ? " (no --admin-api-key: the anchor endpoints are off)" : "");
+  return service;
+}
 
 std::atomic<int> g_signals{0};
 
@@ -87,10 +131,14 @@ int run_serve(const ServeOptions& o) {
   }
   if (!o.api_key.empty()) sc.api_keys.add(o.api_key, "");
   sc.max_queue = o.max_queue;
+  sc.admin_api_key = o.admin_api_key;
+  if (o.anchor_trust_root.empty() && (!o.anchor_files.empty() || !o.anchor_state_dir.empty()))
+    return fail("--anchor and --anchor-state-dir need --anchor-trust-root");
   sc.http_threads = std::clamp(o.engine.max_num_seqs + o.max_queue + 16, 64, 1024);
   auto config = engine_config(o.engine, o.model_path);
   if (!config.ok()) return fail(config.error().message);
   config->prefault_kv = true;
+  config->anchor_max_pinned_frac = o.anchor_max_pinned_frac;
 
   HttpServer server(sc);
   if (Status st = server.start(); !st.ok()) return fail(st.error().message);
@@ -114,6 +162,17 @@ int run_serve(const ServeOptions& o) {
   ctx.chat_template = pick_chat_template(**model, o.chat_template, &how);
   ctx.max_model_len = config->max_model_len > 0 ? config->max_model_len : (*model)->hparams().n_ctx_train;
   (*engine)->start();
+  std::unique_ptr<AnchorService> anchors;
+  if (!o.anchor_trust_root.empty()) {
+    auto started = start_anchors(o, **model, **engine);
+    if (!started.ok()) {
+      server.stop();
+      (*engine)->stop();
+      return fail(started.error().message);
+    }
+    anchors = std::move(*started);
+    ctx.anchors = anchors.get();
+  }
   server.set_ready(ctx);
   std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
   std::fprintf(stderr, "pagoda: chat template %s (%s)\n", chat_template_name(ctx.chat_template), how.c_str());
@@ -169,6 +228,20 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--shutdown-timeout", opts->shutdown_timeout_s,
                   "Seconds in-flight requests get to finish on SIGTERM/SIGINT (default 30)")
       ->check(finite_range(0, 86400));
+  cmd->add_option("--anchor-trust-root", opts->anchor_trust_root,
+                  "Enable verified anchors: the trust root JSON (keys, roles, thresholds) pinned by the operator")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--anchor-state-dir", opts->anchor_state_dir,
+                  "Folder for anchor state (root, revocations, lineages, envelopes); survives restarts");
+  cmd->add_option("--anchor", opts->anchor_files, "An anchor envelope to verify and activate at start (repeatable)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--admin-api-key", opts->admin_api_key,
+                  "Key for the anchor endpoints (/v1/anchors...); without it they answer 404");
+  cmd->add_option("--anchor-max-tokens", opts->anchor_max_tokens, "Most tokens an anchor may have, BOS included (default 512)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--anchor-max-pinned-frac", opts->anchor_max_pinned_frac,
+                  "Largest share of the KV pool that pinned anchors may hold (default 0.25)")
+      ->check(finite_range(0, 1));
   add_engine_flags(*cmd, opts->engine);
   cmd->callback([opts, &action] { action = [opts] { return run_serve(*opts); }; });
 }

@@ -2,7 +2,10 @@
 
 #include <sodium.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace pagoda {
 
@@ -61,8 +64,33 @@ std::string ed25519_key_id(const Ed25519PublicKey& key) {
   return to_hex(sha256(std::string_view(reinterpret_cast<const char*>(key.data()), key.size())));
 }
 
+namespace {
+// Process-wide like the library state it counts; read by the metrics page only.
+std::atomic<uint64_t> g_verifications{0};
+}  // namespace
+
+uint64_t ed25519_verification_count() { return g_verifications.load(std::memory_order_relaxed); }
+
+Result<Sha256Digest> sha256_file(const std::string& path) {
+  ensure_sodium_initialized();
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return make_error("cannot open '" + path + "' to hash it");
+  crypto_hash_sha256_state state;
+  crypto_hash_sha256_init(&state);
+  std::vector<unsigned char> buf(size_t{1} << 20);
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) crypto_hash_sha256_update(&state, buf.data(), n);
+  const bool failed = std::ferror(f);
+  std::fclose(f);
+  if (failed) return make_error("cannot read '" + path + "' to hash it");
+  Sha256Digest out;
+  crypto_hash_sha256_final(&state, out.data());
+  return out;
+}
+
 bool ed25519_verify(const Ed25519Signature& sig, std::string_view message, const Ed25519PublicKey& key) {
   ensure_sodium_initialized();
+  g_verifications.fetch_add(1, std::memory_order_relaxed);
   return crypto_sign_verify_detached(sig.data(), reinterpret_cast<const unsigned char*>(message.data()),
                                      message.size(), key.data()) == 0;
 }

@@ -37,6 +37,12 @@ bool ed25519_public_key_is_valid(const Ed25519PublicKey& key);
 std::string ed25519_key_id(const Ed25519PublicKey& key);
 // Strict verification (see the file comment).
 bool ed25519_verify(const Ed25519Signature& sig, std::string_view message, const Ed25519PublicKey& key);
+// How many verifications this process has run (the metric pagoda:anchor_signature_verifications_total, which must
+// not move while requests decode: verification happens at registration, never on the token path).
+uint64_t ed25519_verification_count();
+
+// SHA-256 of a file's bytes, read in chunks (model files are large): the model digest anchors are bound to.
+Result<Sha256Digest> sha256_file(const std::string& path);
 
 // For the CLI's keygen and sign, and for tests.
 struct Ed25519KeyPair {

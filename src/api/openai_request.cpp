@@ -14,11 +14,12 @@ using json = nlohmann::json;
 bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 // The fields each endpoint implements. Anything else, unless null, is refused by name.
-constexpr std::array<std::string_view, 20> kSharedFields = {
+constexpr std::array<std::string_view, 21> kSharedFields = {
     "model",         "max_tokens",        "temperature",        "top_p",      "top_k",
     "min_p",         "seed",              "stop",               "n",          "logprobs",
     "presence_penalty", "frequency_penalty", "repetition_penalty", "ignore_eos", "cache_salt",
-    "logit_bias",    "stream",            "stream_options",     "user",       "return_tokens_as_token_ids"};
+    "logit_bias",    "stream",            "stream_options",     "user",       "return_tokens_as_token_ids",
+    "anchor"};
 constexpr std::array<std::string_view, 4> kCompletionFields = {"prompt", "echo", "suffix", "best_of"};
 constexpr std::array<std::string_view, 3> kChatFields = {"messages", "max_completion_tokens", "top_logprobs"};
 // Fields of OpenAI's API that change what a client gets back; named in the error so that nobody mistakes the
@@ -71,6 +72,9 @@ Status read_common(const json& body, OpenAiRequest& out) {
   }
   if (present(body, "user") && !body["user"].is_string())
     return make_field_error("user", "'user' must be a string");
+  auto anchor = peek_anchor_field(body);
+  if (!anchor.ok()) return anchor.error();
+  out.anchor = *anchor;
   if (present(body, "priority"))  // a scheduling field of pagoda's own batch format, not offered over HTTP
     return make_field_error("priority", "'priority' is not accepted over HTTP");
   return read_generation_fields(body, out.gen);
@@ -88,7 +92,8 @@ Status check_logit_bias_ids(const OpenAiRequest& out, const Tokenizer& tokenizer
 // context when default_max is 0).
 Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t default_max, const ApiLimits& limits,
                           OpenAiRequest& out) {
-  const int64_t prompt_len = static_cast<int64_t>(out.gen.prompt.size());
+  // With an anchor, its tokens are part of the sequence's prompt.
+  const int64_t prompt_len = static_cast<int64_t>(out.gen.prompt.size()) + std::max<int64_t>(limits.anchor_tokens, 0);
   if (prompt_len >= limits.max_model_len)
     return make_field_error(prompt_param, "This model's maximum context length is " +
                                               std::to_string(limits.max_model_len) + " tokens, but the prompt has " +
@@ -124,6 +129,12 @@ Result<std::string> message_content(const json& m, size_t i) {
   return text;
 }
 
+// With an anchor the prompt continues the anchor's tokens, which begin with the model's BOS: its own BOS goes.
+void strip_bos_after_anchor(std::vector<int32_t>& ids, const Tokenizer& tokenizer, const ApiLimits& limits) {
+  if (limits.anchor_tokens < 0 || ids.empty()) return;
+  if (tokenizer.add_bos() && tokenizer.bos() && ids.front() == *tokenizer.bos()) ids.erase(ids.begin());
+}
+
 // One prompt of a completion request: text or token ids.
 Result<std::vector<int32_t>> one_prompt(const json& prompt, const Tokenizer& tokenizer, const std::string& param) {
   std::vector<int32_t> ids;
@@ -142,6 +153,13 @@ Result<std::vector<int32_t>> one_prompt(const json& prompt, const Tokenizer& tok
 
 }  // namespace
 
+Result<std::string> peek_anchor_field(const json& body) {
+  if (!body.is_object() || !present(body, "anchor")) return std::string();
+  if (!body["anchor"].is_string() || body["anchor"].get<std::string>().empty())
+    return make_field_error("anchor", "'anchor' must be the digest of an active anchor (a string)");
+  return body["anchor"].get<std::string>();
+}
+
 Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer& tokenizer,
                                                const ApiLimits& limits) {
   if (!body.is_object()) return make_error("the request body must be a JSON object");
@@ -158,6 +176,8 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
     for (size_t i = 0; i < prompt.size(); ++i) {
       auto ids = one_prompt(prompt[i], tokenizer, "prompt[" + std::to_string(i) + "]");
       if (!ids.ok()) return ids.error();
+      strip_bos_after_anchor(*ids, tokenizer, limits);
+      if (ids->empty()) return make_field_error("prompt", "'prompt[" + std::to_string(i) + "]' is empty after the anchor");
       out.prompts.push_back(std::move(*ids));
     }
   } else if (prompt.is_array() && prompt.empty()) {
@@ -165,6 +185,8 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
   } else {
     auto ids = one_prompt(prompt, tokenizer, "prompt");
     if (!ids.ok()) return ids.error();
+    strip_bos_after_anchor(*ids, tokenizer, limits);
+    if (ids->empty()) return make_field_error("prompt", "the prompt is empty after the anchor");
     out.prompts.push_back(std::move(*ids));
   }
   if (present(body, "echo") && body["echo"] != false)
@@ -211,6 +233,8 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   auto text = render_chat(limits.chat_template, messages);
   if (!text.ok()) return text.error();
   out.gen.prompt = tokenizer.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+  strip_bos_after_anchor(out.gen.prompt, tokenizer, limits);
+  if (out.gen.prompt.empty()) return make_field_error("messages", "the conversation renders to no tokens");
   out.prompts.push_back(out.gen.prompt);
 
   // Chat's logprobs is a switch and top_logprobs the count; request_json reads an integer 'logprobs'.

@@ -23,6 +23,7 @@ struct OpenAiRequest {
   bool stream = false;         // Server-Sent Events
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids: logprob tokens read "token_id:N"
+  std::string anchor;          // "anchor": the digest of an active verified anchor (resolved by the server)
   GenerationRequest gen;       // prompt tokenized, max_tokens resolved against the context
   // Completions only: every prompt of the request, in order (gen.prompt is the first). Each becomes its own engine
   // request with gen's settings; its choices are numbered prompt_index * n + choice, as in OpenAI's API.
@@ -36,7 +37,13 @@ inline constexpr int32_t kMaxChoicesPerRequest = 128;
 struct ApiLimits {
   int64_t max_model_len = 0;  // prompt + max_tokens must fit
   ChatTemplateFamily chat_template = ChatTemplateFamily::kChatml;
+  // With an anchor: its token count. The prompts then lose their BOS (the anchor's tokens come first and carry
+  // it) and the context check counts anchor + prompt + max_tokens.
+  int64_t anchor_tokens = -1;
 };
+
+// The "anchor" field of a body, if any (the server resolves it before parsing the rest with its token count).
+Result<std::string> peek_anchor_field(const nlohmann::json& body);
 
 // prompt: a string, token ids, or a list of either (several prompts); max_tokens defaults to 16 as in OpenAI's API.
 Result<OpenAiRequest> parse_completion_request(const nlohmann::json& body, const Tokenizer& tokenizer,

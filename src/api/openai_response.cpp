@@ -132,6 +132,7 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
 json ResponseBuilder::usage_chunk(int64_t prompt_tokens) const {
   json chunk = chunk_base();
   chunk["usage"] = usage_json(prompt_tokens, completion_tokens_);
+  if (anchor_tokens >= 0) chunk["usage"]["anchor_tokens"] = anchor_tokens;
   return chunk;
 }
 
@@ -167,6 +168,7 @@ json ResponseBuilder::final_response(int64_t prompt_tokens) const {
     j["choices"].push_back(choice);
   }
   j["usage"] = usage_json(prompt_tokens, completion_tokens_);
+  if (anchor_tokens >= 0) j["usage"]["anchor_tokens"] = anchor_tokens;
   return j;
 }
 

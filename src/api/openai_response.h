@@ -34,6 +34,7 @@ class ResponseBuilder {
   int64_t completion_tokens() const { return completion_tokens_; }
   bool include_usage_null = false;  // streamed chunks carry "usage": null (stream_options.include_usage)
   bool tokens_as_ids = false;       // logprob tokens as "token_id:N" instead of their text
+  int64_t anchor_tokens = -1;       // >= 0: usage gains "anchor_tokens" (they are counted in prompt_tokens too)
 
  private:
   struct Choice {

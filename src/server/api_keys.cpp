@@ -4,15 +4,16 @@
 #include <sstream>
 
 namespace pagoda {
-namespace {
 
 // Constant-time in the contents (not the lengths) of the two strings.
-bool same_key(std::string_view a, std::string_view b) {
+bool ApiKeys::equal_constant_time(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   const size_t n = std::min(a.size(), b.size());
   for (size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
 }
+
+namespace {
 
 std::string_view trim(std::string_view s) {
   const size_t a = s.find_first_not_of(" \t\r");
@@ -60,7 +61,7 @@ void ApiKeys::add(std::string key, std::string tenant) { entries_.push_back({std
 std::optional<std::string> ApiKeys::tenant_of(std::string_view key) const {
   std::optional<std::string> found;
   for (const Entry& e : entries_)  // no early exit: every key is compared
-    if (same_key(e.key, key)) found = e.tenant;
+    if (equal_constant_time(e.key, key)) found = e.tenant;
   return found;
 }
 

@@ -23,6 +23,8 @@ class ApiKeys {
   // The tenant of `key` (empty string for a key without one); nullopt when the key is unknown. The comparison
   // takes the same time wherever the keys differ, so response timing does not reveal a key's prefix.
   std::optional<std::string> tenant_of(std::string_view key) const;
+  // Constant-time in the contents (not the lengths): for secrets compared against a request's header.
+  static bool equal_constant_time(std::string_view a, std::string_view b);
 
  private:
   struct Entry {

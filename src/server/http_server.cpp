@@ -10,6 +10,7 @@
 #include "api/openai_request.h"
 #include "api/openai_response.h"
 #include "server/connection_probe.h"
+#include "server/http_errors.h"
 
 namespace pagoda {
 namespace {
@@ -18,26 +19,6 @@ using json = nlohmann::json;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 double seconds_between(SteadyTime a, SteadyTime b) { return std::chrono::duration<double>(b - a).count(); }
-
-// OpenAI's error shape: {"error": {"message", "type", "param", "code"}}, the type following the status.
-json error_body(int status, const std::string& message, const std::string& param = {}, const char* code = nullptr) {
-  const char* type = status == 401   ? "authentication_error"
-                     : status == 404 ? "not_found_error"
-                     : status == 429 ? "rate_limit_error"
-                     : status >= 500 ? "server_error"
-                                     : "invalid_request_error";
-  return {{"error",
-           {{"message", message},
-            {"type", type},
-            {"param", param.empty() ? json(nullptr) : json(param)},
-            {"code", code ? json(code) : json(nullptr)}}}};
-}
-
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = {},
-                const char* code = nullptr) {
-  res.status = status;
-  res.set_content(to_wire(error_body(status, message, param, code)), "application/json");
-}
 
 const char* default_message(int status) {
   switch (status) {
@@ -148,6 +129,7 @@ Status HttpServer::start() {
   http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_generate(req, res, /*chat=*/true);
   });
+  register_anchor_routes();
   // Statuses the library sets itself (unknown path, body too large, unparsable request) get the JSON error shape.
   http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) send_error(res, res.status, default_message(res.status));
@@ -277,7 +259,9 @@ void HttpServer::handle_models(httplib::Response& res) const {
 void HttpServer::handle_metrics(httplib::Response& res) const {
   EngineStats stats;
   if (ready_.load(std::memory_order_acquire)) stats = ctx_.engine->stats();  // the last published snapshot
-  res.set_content(render_metrics(metrics_, stats, metrics_ctx_), "text/plain; version=0.0.4; charset=utf-8");
+  std::string text = render_metrics(metrics_, stats, metrics_ctx_);
+  if (ready_.load(std::memory_order_acquire) && ctx_.anchors) text += ctx_.anchors->render_metrics(config_.served_model_name);
+  res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -300,8 +284,22 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     return send_error(res, 404, "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" +
                                     config_.served_model_name + "'",
                       "model", "model_not_found");
-  const ApiLimits limits{ctx_.max_model_len, ctx_.chat_template};
+  ApiLimits limits{ctx_.max_model_len, ctx_.chat_template, -1};
   const Tokenizer& tokenizer = ctx_.model->tokenizer();
+  // An anchor is resolved first (its scope against the key's tenant; unknown, inactive and out-of-scope digests
+  // get the same answer), so that the prompt is parsed knowing how many tokens precede it.
+  auto anchor_digest = peek_anchor_field(body);
+  if (!anchor_digest.ok()) return send_error(res, 400, anchor_digest.error().message, "anchor");
+  std::optional<AnchorRecord> anchor;
+  if (!anchor_digest->empty()) {
+    if (!ctx_.anchors)
+      return send_error(res, 400, "no active anchor " + *anchor_digest + " is available to this request", "anchor",
+                        "anchor_not_found");
+    auto rec = ctx_.anchors->resolve_for_request(*anchor_digest, tenant);
+    if (!rec.ok()) return send_error(res, 400, rec.error().message, "anchor", "anchor_not_found");
+    anchor = std::move(*rec);
+    limits.anchor_tokens = static_cast<int64_t>(anchor->tokens.size());
+  }
   auto parsed = chat ? parse_chat_request(body, tokenizer, limits) : parse_completion_request(body, tokenizer, limits);
   if (!parsed.ok()) return send_error(res, 400, parsed.error().message, parsed.error().param);
   OpenAiRequest& request = *parsed;
@@ -319,10 +317,12 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   // Several prompts (completions) are one engine request each, answered on one stream: n choices per prompt.
   const int32_t n = request.gen.n * static_cast<int32_t>(request.prompts.size());
   const int32_t logprobs = request.gen.logprobs;
+  const int64_t anchor_tokens = anchor ? static_cast<int64_t>(anchor->tokens.size()) : 0;
+  request.gen.anchor = anchor ? anchor->digest : std::string();
   int64_t prompt_tokens = 0;
   std::vector<GenerationRequest> group;
   for (auto& prompt : request.prompts) {
-    prompt_tokens += static_cast<int64_t>(prompt.size());
+    prompt_tokens += anchor_tokens + static_cast<int64_t>(prompt.size());
     GenerationRequest one = request.gen;
     one.prompt = std::move(prompt);
     group.push_back(std::move(one));
@@ -336,6 +336,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   auto builder = std::make_shared<ResponseBuilder>(request.endpoint, id, config_.served_model_name, created, tokenizer,
                                                    n, logprobs);
   builder->tokens_as_ids = request.tokens_as_ids;
+  if (anchor) builder->anchor_tokens = anchor_tokens * static_cast<int64_t>(request.prompts.size());
   builder->include_usage_null = request.stream && request.include_usage;
 
   if (!request.stream) {

@@ -20,6 +20,7 @@
 #include "api/chat_template.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "server/anchor_service.h"
 #include "server/api_keys.h"
 #include "server/metrics.h"
 #include "util/result.h"
@@ -42,6 +43,7 @@ struct ServerConfig {
   std::chrono::milliseconds heartbeat{500};  // idle streams send an SSE comment this often
   int write_timeout_s = 10;                  // a client that accepts no bytes for this long is dropped
   int http_threads = 64;                     // connection threads (each in-flight request holds one)
+  std::string admin_api_key;  // guards the anchor endpoints; empty: they answer 404
 };
 
 // What the server serves once the model is loaded.
@@ -50,6 +52,7 @@ struct ServingContext {
   Engine* engine = nullptr;
   ChatTemplateFamily chat_template = ChatTemplateFamily::kChatml;
   int64_t max_model_len = 0;
+  AnchorService* anchors = nullptr;  // verified anchors; nullptr when not enabled (--anchor-trust-root)
 };
 
 class HttpServer {
@@ -83,6 +86,9 @@ class HttpServer {
   void handle_models(httplib::Response& res) const;
   void handle_metrics(httplib::Response& res) const;
   bool authorize(const httplib::Request& req, httplib::Response& res, std::string* tenant) const;
+  // The anchor endpoints (anchor_routes.cpp): admin key only; 404 without --admin-api-key or anchors.
+  void register_anchor_routes();
+  bool authorize_admin(const httplib::Request& req, httplib::Response& res) const;
   void track(const std::shared_ptr<RequestStream>& s);
   void untrack(const std::shared_ptr<RequestStream>& s);
   std::string next_request_id(bool chat);
