@@ -3,8 +3,8 @@
 #   1. Release build: unit, golden (llama.cpp outputs and tokenizer vectors in ../shared), CLI tests, and the
 #      server's end-to-end tests (OpenAI's npm client, raw HTTP, lifecycle, a 64-client load test);
 #   2. ASan+UBSan build: unit and golden tests again;
-#   3. libFuzzer: the GGUF reader and the HTTP request parsers, replaying the committed corpora and fuzzing for a
-#      bounded time.
+#   3. libFuzzer: the GGUF reader, the HTTP request parsers, the anchor CBOR codec and the anchor artifacts
+#      (envelopes, payloads, revocations, roots), replaying the committed corpora and fuzzing for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -27,10 +27,10 @@ cmake --build build-asan -j "$jobs" --target pagoda_unit_tests pagoda_golden_tes
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs" -L 'unit|golden'
 
-echo "== fuzzing the GGUF reader for ${fuzz_seconds}s and the HTTP request parsers for $((fuzz_seconds / 2))s"
+echo "== fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR and anchor artifacts $((fuzz_seconds / 2))s each"
 bash scripts/configure.sh fuzz build-fuzz
-cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_openai_request
-for target in gguf openai; do
+cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_openai_request fuzz_anchor_cbor fuzz_anchor_artifacts
+for target in gguf openai anchor_cbor anchor_artifacts; do
   mkdir -p "build-fuzz/corpus-$target"
   cp tests/fuzz/corpus/"$target"/* "build-fuzz/corpus-$target/"
 done
@@ -38,4 +38,8 @@ done
   -print_final_stats=1 build-fuzz/corpus-gguf tests/fuzz/corpus/gguf 2>&1 | tail -n 15
 ./build-fuzz/tests/fuzz/fuzz_openai_request -max_total_time="$((fuzz_seconds / 2))" -max_len=8192 -rss_limit_mb=2048 \
   -print_final_stats=1 build-fuzz/corpus-openai tests/fuzz/corpus/openai 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_anchor_cbor -max_total_time="$((fuzz_seconds / 2))" -max_len=4096 -rss_limit_mb=2048 \
+  -print_final_stats=1 build-fuzz/corpus-anchor_cbor tests/fuzz/corpus/anchor_cbor 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_anchor_artifacts -max_total_time="$((fuzz_seconds / 2))" -max_len=16384 -rss_limit_mb=2048 \
+  -print_final_stats=1 build-fuzz/corpus-anchor_artifacts tests/fuzz/corpus/anchor_artifacts 2>&1 | tail -n 15
 echo "== all tests passed"

@@ -33,6 +33,8 @@ echo "== load test"
 node load_test.mjs
 echo "== lifecycle"
 node --test --test-reporter=spec lifecycle.test.mjs
+echo "== verified anchors"
+node --test --test-reporter=spec anchors.test.mjs
 
 kill -TERM "$pid"
 wait "$pid"
