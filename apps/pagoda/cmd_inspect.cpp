@@ -2,6 +2,7 @@
 // pagoda inspect --system: the build and this machine (CPU model, flags, the kernel set in use).
 #include <cstdio>
 
+#include "anchor/ed25519.h"
 #include "build_info.h"
 #include "commands.h"
 #include "io/gguf_file.h"
@@ -21,6 +22,11 @@ int run(const std::string& path) {
   auto arch = f.get_string_opt("general.architecture");
   if (arch.ok() && arch->has_value()) {
     std::printf("architecture: %s\n", (*arch)->c_str());
+    // What verified anchors bind to: the SHA-256 of the file's bytes (weights and tokenizer together).
+    if (!f.tensors().empty()) {
+      auto digest = sha256_file(path);
+      if (digest.ok()) std::printf("model_digest: %s\n", to_hex(*digest).c_str());
+    }
     auto hp = read_hparams(f);
     if (hp.ok()) {
       std::printf(

@@ -147,6 +147,33 @@ test('an anchor scoped to one tenant is invisible to another; --anchor activates
   }
 });
 
+test('an active anchor passing its expiry is revoked in the engine and refused from then on', async () => {
+  const d = cli('sign', '--key', f('signer.key'), '--model', modelPath, '--lineage', 'short-lived', '--version', '1',
+    '--kind', 'memory', '--scope', '*', '--text', 'Max is brown.', '--expires', '+8s', '-o', f('short.json')).split('\n').pop();
+  const s = await startServer(['--anchor-trust-root', f('root.json'), '--anchor', f('short.json')]);
+  try {
+    const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const ok = await c.completions.create({ model, prompt: ' One day', max_tokens: 2, anchor: d });
+    assert.ok(ok.usage.anchor_tokens > 0);
+    let refused = null;
+    for (let i = 0; i < 150 && !refused; ++i) {
+      try {
+        await c.completions.create({ model, prompt: ' One day', max_tokens: 2, anchor: d });
+        await new Promise((r) => setTimeout(r, 100));
+      } catch (e) {
+        refused = e;
+      }
+    }
+    assert.ok(refused, 'the anchor was still served long after its expiry');
+    assert.equal(refused.code, 'anchor_not_found');
+    const m = await scrape(s.url);
+    assert.equal(m['pagoda:anchor_revocations_total'], 1, 'the expiry reached the engine');
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
 test('without --admin-api-key the anchor endpoints do not exist', async () => {
   const s = await startServer(['--anchor-trust-root', f('root.json')]);
   try {

@@ -263,5 +263,21 @@ TEST_F(AnchorRegistryTest, RestartRestoresActiveAnchorsAndReplaysNothingRefused)
   expect_refused(auth.envelope(version(2), auth.anchor_a), anchor_codes::kRollback);
 }
 
+TEST_F(AnchorRegistryTest, KvComesFromTheVerifiedBytesNotTheFileOnDisk) {
+  auto r = registry->register_anchor(auth.envelope());
+  ASSERT_TRUE(r.ok());
+  // Someone rewrites the stored envelope between verification and activation.
+  std::ofstream(dir / "state" / "envelopes" / (r->digest + ".json")) << auth.envelope(version(9, "evil"), auth.anchor_a);
+  auto rec = registry->prepare_activation(r->digest);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->tokens, r->tokens) << "activation must use the tokens of the verified payload";
+  EXPECT_EQ(rec->payload.text, auth.payload().text);
+  // At the next start the changed file no longer verifies as that digest: the start refuses it, naming it.
+  registry.reset();
+  auto reopened = AnchorRegistry::open(config());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_NE(reopened.error().message.find(r->digest), std::string::npos) << reopened.error().message;
+}
+
 }  // namespace
 }  // namespace pagoda
