@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 
+#include "anchor_setup.h"
 #include "api/request_json.h"
 #include "commands.h"
 #include "engine/engine.h"
@@ -25,6 +26,8 @@ struct BatchOptions {
   std::string output_path;
   EngineFlags engine;
   uint64_t seed = 0;
+  std::string anchor_trust_root;
+  std::vector<std::string> anchor_files;
 };
 
 struct Choice {
@@ -76,6 +79,7 @@ int run_batch(const BatchOptions& o) {
   config->seed = o.seed;
   auto engine = Engine::create(m, *config);
   if (!engine.ok()) return fail(engine.error().message);
+  if (o.anchor_trust_root.empty() && !o.anchor_files.empty()) return fail("--anchor needs --anchor-trust-root");
   std::FILE* out = std::fopen(o.output_path.c_str(), "wb");
   if (!out) return fail("cannot open --output file '" + o.output_path + "' for writing");
   std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
@@ -86,6 +90,13 @@ int run_batch(const BatchOptions& o) {
   int64_t line_no = 0;
   const auto start = std::chrono::steady_clock::now();
   (*engine)->start();
+  std::unique_ptr<AnchorService> anchors;
+  if (!o.anchor_trust_root.empty()) {
+    auto started = start_anchor_service(AnchorSetup{o.anchor_trust_root, {}, o.anchor_files, 512}, o.model_path, m,
+                                        **engine);
+    if (!started.ok()) return fail(started.error().message);
+    anchors = std::move(*started);
+  }
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -106,6 +117,16 @@ int run_batch(const BatchOptions& o) {
       continue;
     }
     request->id = p.id.is_string() ? p.id.get<std::string>() : p.id.dump();
+    if (!request->anchor.empty()) {
+      // Unknown and inactive digests are the same error, as over HTTP.
+      auto rec = anchors ? anchors->resolve_for_request(request->anchor, "")
+                         : Result<AnchorRecord>(make_coded_error("anchor_not_found", "anchors are not enabled (--anchor-trust-root)"));
+      if (!rec.ok()) {
+        p.error = "line " + std::to_string(line_no) + ": anchor_not_found: " + rec.error().message;
+        pending.push_back(std::move(p));
+        continue;
+      }
+    }
     p.n = request->n;
     p.want_logprobs = request->logprobs >= 0;
     p.stream = (*engine)->submit(std::move(*request));
@@ -174,6 +195,10 @@ void add_batch_command(CLI::App& app, Action& action) {
   cmd->add_option("--input", opts->input_path, "Requests, one JSON object per line")->required();
   cmd->add_option("--output", opts->output_path, "Results, one JSON object per line, in input order")->required();
   cmd->add_option("--seed", opts->seed, "Seeds the requests that bring none (default 0)")->check(uint64_text());
+  cmd->add_option("--anchor-trust-root", opts->anchor_trust_root, "Enable verified anchors (see `serve`)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--anchor", opts->anchor_files, "An anchor envelope to verify and activate first (repeatable)")
+      ->check(CLI::ExistingFile);
   add_engine_flags(*cmd, opts->engine);
   cmd->callback([opts, &action] { action = [opts] { return run_batch(*opts); }; });
 }

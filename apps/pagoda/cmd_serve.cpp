@@ -20,8 +20,7 @@
 #include "engine/engine.h"
 #include "engine_flags.h"
 #include "model/model.h"
-#include "anchor/ed25519.h"
-#include "server/anchor_service.h"
+#include "anchor_setup.h"
 #include "server/http_server.h"
 
 namespace pagoda::cli {
@@ -46,39 +45,6 @@ struct ServeOptions {
   int32_t anchor_max_tokens = 512;
   double anchor_max_pinned_frac = 0.25;
 };
-
-// The anchor service over a started engine: the registry (state restored and re-verified), anchors active before
-// a restart pinned again, then each --anchor file verified and activated. Any refusal stops the start.
-Result<std::unique_ptr<AnchorService>> start_anchors(const ServeOptions& o, const Model& model, Engine& engine) {
-  auto digest = sha256_file(o.model_path);
-  if (!digest.ok()) return digest.error();
-  AnchorRegistryConfig rc;
-  rc.trust_root_path = o.anchor_trust_root;
-  rc.state_dir = o.anchor_state_dir;
-  rc.model_digest = *digest;
-  rc.max_tokens = o.anchor_max_tokens;
-  const Tokenizer* tok = &model.tokenizer();
-  rc.tokenize = [tok](const std::string& text) { return tok->encode(text, /*add_special=*/true, /*parse_special=*/false); };
-  rc.now = [] {
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-  };
-  auto service = AnchorService::create(std::move(rc), engine);
-  if (!service.ok()) return service.error();
-  if (Status st = (*service)->restore_active(); !st.ok()) return st.error();
-  for (const std::string& file : o.anchor_files) {
-    auto active = (*service)->load_file(file);
-    if (!active.ok()) return active.error();
-    std::fprintf(stderr, "pagoda: anchor %s active: %d tokens in %d pinned blocks, prefilled in %.1f ms\n",
-                 active->record.digest.c_str(), active->pinned.tokens, active->pinned.blocks,
-                 active->pinned.prefill_seconds * 1000);
-  }
-  (*service)->start_expiry_ticker();
-  std::fprintf(stderr, "pagoda: anchors enabled: model digest %s, trust root version %llu%s\n", to_hex(*digest).c_str(),
-               static_cast<unsigned long long>((*service)->registry().root_version()),
-               o.admin_api_key.empty() ? " (no --admin-api-key: the anchor endpoints are off)" : "");
-  return service;
-}
 
 std::atomic<int> g_signals{0};
 
@@ -164,7 +130,11 @@ int run_serve(const ServeOptions& o) {
   (*engine)->start();
   std::unique_ptr<AnchorService> anchors;
   if (!o.anchor_trust_root.empty()) {
-    auto started = start_anchors(o, **model, **engine);
+    if (o.admin_api_key.empty())
+      std::fprintf(stderr, "pagoda: no --admin-api-key: the anchor endpoints (/v1/anchors...) are off\n");
+    auto started = start_anchor_service(
+        AnchorSetup{o.anchor_trust_root, o.anchor_state_dir, o.anchor_files, o.anchor_max_tokens}, o.model_path,
+        **model, **engine);
     if (!started.ok()) {
       server.stop();
       (*engine)->stop();

@@ -70,7 +70,8 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
                                               "ignore_eos",
                                               "priority",
                                               "cache_salt",
-                                              "logit_bias"};
+                                              "logit_bias",
+                                              "anchor"};
   for (const auto& [key, value] : body.items())
     if (!known.count(key)) return make_field_error(key, "unknown field '" + key + "'");
 
@@ -86,6 +87,14 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
     r.prompt = std::move(*ids);
   }
   if (r.prompt.empty()) return make_field_error("prompt", "the prompt is empty");
+  if (body.contains("anchor")) {
+    if (!body["anchor"].is_string() || body["anchor"].get<std::string>().empty())
+      return make_field_error("anchor", "'anchor' must be the digest of an active anchor");
+    // The anchor's tokens come first and carry the BOS: the prompt's own goes.
+    r.anchor = body["anchor"].get<std::string>();
+    if (tokenizer.add_bos() && tokenizer.bos() && r.prompt.front() == *tokenizer.bos()) r.prompt.erase(r.prompt.begin());
+    if (r.prompt.empty()) return make_field_error("prompt", "the prompt is empty after the anchor");
+  }
   PAGODA_RETURN_IF_ERROR(read_generation_fields(body, r));
   return r;
 }

@@ -14,8 +14,9 @@ namespace pagoda {
 // Defaults follow the OpenAI API: temperature 1, top_p 1, no top-k, max_tokens 16, n 1.
 // Fields: prompt (string) or prompt_ids (token ids), max_tokens, temperature, top_p, top_k, min_p, seed, stop
 // (string or list of strings), n, logprobs (0..20), presence_penalty, frequency_penalty, repetition_penalty,
-// ignore_eos, priority, cache_salt, logit_bias ({"token id": bias in [-100, 100]}); "id" is the caller's and is not read here. An unknown field is an error that
-// names it, so typos in batch files do not pass silently.
+// ignore_eos, priority, cache_salt, logit_bias ({"token id": bias in [-100, 100]}), anchor (the digest of an active
+// anchor: the prompt then loses its BOS, which the anchor's tokens carry); "id" is the caller's and is not read here.
+// An unknown field is an error that names it, so typos in batch files do not pass silently.
 Result<GenerationRequest> request_from_json(const nlohmann::json& body, const Tokenizer& tokenizer);
 
 // The sampling and control fields every request format shares (all of the above but the prompt and the unknown-
