@@ -302,6 +302,19 @@ bool Engine::step() {
   return true;
 }
 
+Status Engine::forward_batch_buffers(int32_t max_blocks) {
+  ForwardBatch batch;
+  batch.tokens = b_tokens_;
+  batch.positions = b_positions_;
+  batch.slot_mapping = b_slots_;
+  batch.cu_seqlens_q = b_cu_;
+  batch.seq_lens_kv = b_kv_lens_;
+  batch.block_table = b_table_;
+  batch.max_blocks = max_blocks;
+  batch.logit_rows = b_logit_rows_;
+  return llama_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
+}
+
 KvStorage Engine::kv_storage() const {
   KvStorage storage;
   storage.k_base = kv_->k(0);
@@ -351,16 +364,7 @@ void Engine::run_batch(const SchedulerStep& sched) {
     }
     if (first < s.prompt_len) prompt_tokens_computed_ += std::min<int64_t>(c.num_tokens, s.prompt_len - first);
   }
-  ForwardBatch batch;
-  batch.tokens = b_tokens_;
-  batch.positions = b_positions_;
-  batch.slot_mapping = b_slots_;
-  batch.cu_seqlens_q = b_cu_;
-  batch.seq_lens_kv = b_kv_lens_;
-  batch.block_table = b_table_;
-  batch.max_blocks = max_blocks;
-  batch.logit_rows = b_logit_rows_;
-  Status st = llama_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
+  Status st = forward_batch_buffers(max_blocks);
   if (!st.ok()) {
     for (const ScheduledChunk& c : sched.chunks)
       if (c.seq->state != Sequence::State::kFinished) finish(*c.seq, FinishReason::kError, st.error().message);

@@ -152,6 +152,8 @@ class Engine {
   void refresh_stats();
   bool has_work() const;
   KvStorage kv_storage() const;
+  // One forward over the batch the b_* buffers describe (b_table_ holds max_blocks entries per sequence).
+  Status forward_batch_buffers(int32_t max_blocks);
   // Anchors (engine_anchors.cpp).
   struct PinnedAnchor {
     SeqId seq;

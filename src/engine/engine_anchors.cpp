@@ -92,8 +92,8 @@ Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std
   // on the batch, so these K/V are bitwise those a request would compute for the same tokens at the same positions.
   const int64_t A = static_cast<int64_t>(tokens.size());
   const auto handles = blocks_->block_handles(seq);
-  std::vector<int32_t> table(handles.size());
-  for (size_t b = 0; b < handles.size(); ++b) table[b] = handles[b].id.value;
+  b_table_.resize(handles.size());
+  for (size_t b = 0; b < handles.size(); ++b) b_table_[b] = handles[b].id.value;
   for (int64_t first = 0; first < A;) {
     const int64_t n = std::min<int64_t>(A - first, config_.max_num_batched_tokens);
     b_tokens_.assign(tokens.begin() + first, tokens.begin() + first + n);
@@ -106,17 +106,7 @@ Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std
     b_cu_.assign({0, static_cast<int32_t>(n)});
     b_kv_lens_.assign({static_cast<int32_t>(first + n)});
     b_logit_rows_.clear();
-    ForwardBatch batch;
-    batch.tokens = b_tokens_;
-    batch.positions = b_positions_;
-    batch.slot_mapping = b_slots_;
-    batch.cu_seqlens_q = b_cu_;
-    batch.seq_lens_kv = b_kv_lens_;
-    batch.block_table = table;
-    batch.max_blocks = static_cast<int32_t>(table.size());
-    batch.logit_rows = b_logit_rows_;
-    Status st = llama_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
-    if (!st.ok()) {
+    if (Status st = forward_batch_buffers(static_cast<int32_t>(handles.size())); !st.ok()) {
       blocks_->free(seq);
       return st.error();
     }

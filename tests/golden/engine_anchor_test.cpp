@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "engine/engine.h"
-#include "engine/sequence_runner.h"
+#include "engine_reference.h"
 #include "model/model.h"
 #include "util/rng.h"
 
@@ -18,12 +18,7 @@ namespace {
 
 const std::string kShared = PAGODA_SHARED_DIR;
 
-struct Output {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<float>> logits;
-  FinishReason finish = FinishReason::kNone;
-  std::string error;
-};
+using Output = SequenceOutput;
 
 class EngineAnchor : public ::testing::Test {
  protected:
@@ -52,34 +47,9 @@ class EngineAnchor : public ::testing::Test {
   }
 
   static Output run_alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
-    ThreadPool pool(2);
-    SequenceRunner runner(*model_, pool, 1024);
-    Output out;
-    auto logits = runner.eval(prompt);
-    EXPECT_TRUE(logits.ok());
-    for (int64_t i = 0; i < max_tokens; ++i) {
-      const int32_t next = Sampler::argmax(*logits);
-      out.ids.push_back(next);
-      out.logits.emplace_back(logits->begin(), logits->end());
-      if (model_->tokenizer().is_end_of_generation(next)) break;
-      logits = runner.eval(std::span<const int32_t>(&next, 1));
-      EXPECT_TRUE(logits.ok());
-    }
-    return out;
+    return greedy_single_sequence(*model_, prompt, max_tokens);
   }
-
-  static void drain(RequestStream& stream, Output& o) {
-    StreamEvent ev;
-    while (stream.try_next(&ev)) {
-      if (ev.kind == StreamEvent::Kind::kFinished) {
-        o.finish = ev.finish;
-        o.error = ev.error;
-      } else {
-        o.ids.push_back(ev.token);
-        o.logits.push_back(std::move(ev.logits));
-      }
-    }
-  }
+  static void drain(RequestStream& stream, Output& o) { drain_stream(stream, o); }
 
   static EngineConfig config(int32_t block_size, int64_t num_blocks, bool caching) {
     EngineConfig c;

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "engine/engine.h"
-#include "engine/sequence_runner.h"
+#include "engine_reference.h"
 #include "model/model.h"
 #include "util/rng.h"
 
@@ -16,17 +16,8 @@ namespace {
 
 const std::string kShared = PAGODA_SHARED_DIR;
 
-struct Reference {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<float>> logits;  // [step][n_vocab]
-};
-
-struct Collected {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<float>> logits;
-  FinishReason finish = FinishReason::kNone;
-  std::string error;
-};
+using Reference = SequenceOutput;
+using Collected = SequenceOutput;
 
 class EngineGate : public ::testing::Test {
  protected:
@@ -63,34 +54,10 @@ class EngineGate : public ::testing::Test {
   }
 
   static Reference run_alone(const GenerationRequest& r) {
-    ThreadPool pool(2);
-    SequenceRunner runner(*model_, pool, 512);
-    Reference ref;
-    auto logits = runner.eval(r.prompt);
-    EXPECT_TRUE(logits.ok());
-    for (int64_t i = 0; i < r.max_tokens; ++i) {
-      const int32_t next = Sampler::argmax(*logits);
-      ref.ids.push_back(next);
-      ref.logits.emplace_back(logits->begin(), logits->end());
-      if (model_->tokenizer().is_end_of_generation(next)) break;
-      logits = runner.eval(std::span<const int32_t>(&next, 1));
-      EXPECT_TRUE(logits.ok());
-    }
-    return ref;
+    return greedy_single_sequence(*model_, r.prompt, r.max_tokens, 512);
   }
 
-  static void drain(RequestStream& stream, Collected& c) {
-    StreamEvent ev;
-    while (stream.try_next(&ev)) {
-      if (ev.kind == StreamEvent::Kind::kFinished) {
-        c.finish = ev.finish;
-        c.error = ev.error;
-      } else {
-        c.ids.push_back(ev.token);
-        c.logits.push_back(std::move(ev.logits));
-      }
-    }
-  }
+  static void drain(RequestStream& stream, Collected& c) { drain_stream(stream, c); }
 
   // Runs the requests with staggered arrival and two cancellations; checks the block manager after every step.
   static std::vector<Collected> run_engine(const EngineConfig& config, const std::vector<GenerationRequest>& reqs,
