@@ -67,7 +67,7 @@ struct Outcome {
   bool error = false, abort = false, length = false;
   void on_finish(FinishReason r) {
     error |= r == FinishReason::kError;
-    abort |= r == FinishReason::kCancelled;
+    abort |= r == FinishReason::kCancelled || r == FinishReason::kAnchorRevoked;
     length |= r == FinishReason::kLength;
   }
   void record(ServerMetrics& m, SteadyTime arrival) const {
