@@ -1,4 +1,4 @@
-// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench / batch / serve / version.
+// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench / batch / serve / anchor / version.
 #include <cstdio>
 #include <exception>
 
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_batch_command(app, action);
   pagoda::cli::add_serve_command(app, action);
   pagoda::cli::add_version_command(app, action);
+  pagoda::cli::add_anchor_command(app, action);
   app.set_version_flag("--version", [] {
     std::string report = pagoda::cli::version_report(/*system=*/false);
     report.pop_back();  // CLI11 ends the message with its own newline

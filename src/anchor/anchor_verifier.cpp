@@ -11,7 +11,9 @@ Result<VerifiedAnchor> verify_anchor_envelope(std::string_view envelope_json, co
   if (envelope->payload_type != kAnchorPayloadType)
     return make_coded_error(anchor_codes::kWrongPayloadType, "payloadType '" + envelope->payload_type +
                                                                  "' is not '" + std::string(kAnchorPayloadType) + "'");
-  if (Status st = verify_threshold(*envelope, *ctx.root, TrustRoleName::kAnchor, ctx.revoked_keyids); !st.ok())
+  std::set<std::string> signers;
+  if (Status st = verify_threshold(*envelope, *ctx.root, TrustRoleName::kAnchor, ctx.revoked_keyids, &signers);
+      !st.ok())
     return st.error();
   auto payload = decode_anchor_payload(envelope->payload);
   if (!payload.ok()) return payload.error();
@@ -29,6 +31,7 @@ Result<VerifiedAnchor> verify_anchor_envelope(std::string_view envelope_json, co
   out.digest = anchor_digest(envelope->payload);
   out.payload = std::move(*payload);
   out.envelope_json = std::string(envelope_json);
+  out.signer_keyids = std::move(signers);
   return out;
 }
 

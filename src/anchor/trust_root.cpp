@@ -106,7 +106,7 @@ Result<TrustRoot> parse_trust_root(std::string_view json_text, uint64_t now) {
 }
 
 Status verify_threshold(const DsseEnvelope& envelope, const TrustRoot& root, TrustRoleName role,
-                        const std::set<std::string>& revoked_keyids) {
+                        const std::set<std::string>& revoked_keyids, std::set<std::string>* signers) {
   const std::string pae = dsse_pae(envelope.payload_type, envelope.payload);
   const TrustRole& wanted = root.role(role);
   std::set<std::string> role_signers, other_signers;
@@ -127,7 +127,10 @@ Status verify_threshold(const DsseEnvelope& envelope, const TrustRoot& root, Tru
     if (!verified_any && root.keys.count(s.keyid)) named_trusted_key_failed = true;
   }
   const int32_t have = static_cast<int32_t>(role_signers.size());
-  if (have >= wanted.threshold) return Status::success();
+  if (have >= wanted.threshold) {
+    if (signers) *signers = std::move(role_signers);
+    return Status::success();
+  }
   const std::string need = "the '" + std::string(trust_role_name(role)) + "' role needs " +
                            std::to_string(wanted.threshold) + " distinct signing keys";
   if (revoked_key_signed)

@@ -47,8 +47,9 @@ Result<TrustRoot> parse_trust_root(std::string_view json_text, uint64_t now);
 // code says why: threshold_not_met (some role keys signed, too few), wrong_role (only keys of other roles signed),
 // revoked (a revoked key's signature was needed), bad_signature (a keyid names a trusted key that did not sign),
 // unknown_key (no trusted key signed at all).
+// On success, *signers (when given) receives the keyids of the role's keys that signed.
 Status verify_threshold(const DsseEnvelope& envelope, const TrustRoot& root, TrustRoleName role,
-                        const std::set<std::string>& revoked_keyids = {});
+                        const std::set<std::string>& revoked_keyids = {}, std::set<std::string>* signers = nullptr);
 
 // Root rotation: a DSSE envelope (payloadType application/vnd.pagoda.root.v1+json) whose payload is the new root's
 // JSON, with version = current + 1, signed by the threshold of the current root's `root` role and by the threshold

@@ -7,27 +7,7 @@ shared="$2"
 model="$shared/models/stories260K.gguf"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# expect_error NAME PATTERN -- ARGS...: exit code 1..125 (not a signal), exactly one stderr line matching PATTERN.
-expect_error() {
-  local name="$1" pattern="$2"
-  shift 3
-  timeout 60 "$pagoda" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  local lines
-  lines=$(wc -l <"$tmp/err")
-  if [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
-    bad "$name: exit code $rc"; cat "$tmp/err"; return
-  fi
-  if [ "$lines" -ne 1 ]; then bad "$name: $lines stderr lines"; cat "$tmp/err"; return; fi
-  if ! grep -qE -- "$pattern" "$tmp/err"; then bad "$name: stderr '$(cat "$tmp/err")' lacks /$pattern/"; return; fi
-  ok
-}
+source "$(dirname "$0")/test_lib.sh"
 
 # --- output formats
 out=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --format json 2>/dev/null | tail -n 1)
@@ -153,5 +133,4 @@ port=$(grep -o "serving '.*' on http://[0-9.]*:[0-9]*" "$tmp/first" | sed 's/.*:
 expect_error "serve on a port in use" "cannot listen on 127.0.0.1:$port" -- serve "$model" --port "$port" --kv-cache-mem 16MiB
 kill -TERM "$first"; wait "$first" && ok || bad "serve did not exit 0 on SIGTERM: $(cat "$tmp/first")"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish_tests

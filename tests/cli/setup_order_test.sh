@@ -11,10 +11,7 @@ set -u
 src="$(cd "$1" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+source "$(dirname "$0")/test_lib.sh"
 
 # 1. Configured the way the old demo did it: no tests, and ctest must say so with an error.
 cmake -S "$src" -B "$tmp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_BUILD_TESTS=OFF >/dev/null 2>&1 ||
@@ -36,5 +33,4 @@ while IFS= read -r line; do
 done < <(grep -E '^\s*(ASAN_OPTIONS=.*\\$)?\s*ctest ' "$src/scripts/test.sh"; grep -E '^\s+ctest ' "$src/scripts/test.sh")
 [ "$(grep -cE 'ctest ' "$src/scripts/test.sh")" -ge 2 ] && ok || bad "test.sh runs fewer than two ctest phases"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish_tests

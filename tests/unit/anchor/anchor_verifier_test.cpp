@@ -145,7 +145,10 @@ TEST_F(AnchorVerifierTest, ThresholdCountsDistinctKeysNotSignaturesOrKeyids) {
   json j = json::parse(auth.envelope(payload, {&auth.anchor_a, &auth.anchor_a}));
   j["signatures"][1]["keyid"] = ed25519_key_id(auth.anchor_b.public_key);  // one key under two keyids
   EXPECT_EQ(code_of(verify(j.dump())), anchor_codes::kThresholdNotMet);
-  EXPECT_TRUE(verify(auth.envelope(payload, {&auth.anchor_a, &auth.anchor_b})).ok());
+  auto both = verify(auth.envelope(payload, {&auth.anchor_a, &auth.anchor_b}));
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->signer_keyids, (std::set<std::string>{ed25519_key_id(auth.anchor_a.public_key),
+                                                        ed25519_key_id(auth.anchor_b.public_key)}));
   // A revoked key no longer counts: the anchor it was needed for falls below the threshold.
   revoked.insert(ed25519_key_id(auth.anchor_b.public_key));
   EXPECT_EQ(code_of(verify(auth.envelope(payload, {&auth.anchor_a, &auth.anchor_b}))), anchor_codes::kRevoked);
