@@ -28,6 +28,7 @@ struct BatchOptions {
   uint64_t seed = 0;
   std::string anchor_trust_root;
   std::vector<std::string> anchor_files;
+  int32_t anchor_max_tokens = 512;
 };
 
 struct Choice {
@@ -92,8 +93,8 @@ int run_batch(const BatchOptions& o) {
   (*engine)->start();
   std::unique_ptr<AnchorService> anchors;
   if (!o.anchor_trust_root.empty()) {
-    auto started = start_anchor_service(AnchorSetup{o.anchor_trust_root, {}, o.anchor_files, 512}, o.model_path, m,
-                                        **engine);
+    auto started = start_anchor_service(AnchorSetup{o.anchor_trust_root, {}, o.anchor_files, o.anchor_max_tokens},
+                                        o.model_path, m, **engine);
     if (!started.ok()) return fail(started.error().message);
     anchors = std::move(*started);
   }
@@ -126,6 +127,7 @@ int run_batch(const BatchOptions& o) {
         pending.push_back(std::move(p));
         continue;
       }
+      anchors->count_request(request->anchor);
     }
     p.n = request->n;
     p.want_logprobs = request->logprobs >= 0;
@@ -197,8 +199,12 @@ void add_batch_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", opts->seed, "Seeds the requests that bring none (default 0)")->check(uint64_text());
   cmd->add_option("--anchor-trust-root", opts->anchor_trust_root, "Enable verified anchors (see `serve`)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--anchor", opts->anchor_files, "An anchor envelope to verify and activate first (repeatable)")
+  cmd->add_option("--anchor", opts->anchor_files,
+                  "An anchor envelope to verify and activate first (repeatable); lines name it by \"anchor\": digest "
+                  "(batch has no tenants: only anchors scoped \"*\" resolve)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--anchor-max-tokens", opts->anchor_max_tokens, "Most tokens an anchor may have (default 512)")
+      ->check(CLI::Range(1, 1 << 20));
   add_engine_flags(*cmd, opts->engine);
   cmd->callback([opts, &action] { action = [opts] { return run_batch(*opts); }; });
 }

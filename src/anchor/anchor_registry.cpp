@@ -112,23 +112,38 @@ Status AnchorRegistry::load_state() {
       lineages_[lineage] = LineageMark{mark.at("version").get<uint64_t>(), mark.at("digest").get<std::string>()};
     // Every stored anchor is verified again with today's root, clock and revocations.
     for (const auto& [digest, entry] : j.at("anchors").items()) {
-      const bool was_active = entry.at("active").get<bool>();
+      const std::string stored = entry.at("state").get<std::string>();
       auto envelope = read_small_file(envelope_path(digest), kMaxEnvelopeBytes);
       if (!envelope.ok()) return make_error("anchor state: " + envelope.error().message);
       AnchorRecord rec;
       rec.digest = digest;
+      rec.envelope_json = *envelope;
       rec.registered_at = entry.at("registered_at").get<uint64_t>();
       rec.state_changed_at = now;
-      rec.envelope_json = *envelope;
       auto v = verify_anchor_envelope(*envelope, verify_context_locked(now));
       if (v.ok() && v->digest != digest) return corrupt("envelope file of " + digest + " holds another anchor");
       if (v.ok()) {
         rec.payload = v->payload;
         rec.tokens = config_.tokenize(rec.payload.text);
         const bool revoked = revoked_digests_.count(digest) || revoked_lineages_.count(rec.payload.lineage);
-        rec.state = revoked ? AnchorState::kRevoked : was_active ? AnchorState::kActive : AnchorState::kInactive;
+        rec.state = revoked ? AnchorState::kRevoked
+                    : stored == "active" ? AnchorState::kActive
+                    : stored == "verified" ? AnchorState::kVerified
+                    : AnchorState::kInactive;
       } else {
-        rec.state = v.error().code == anchor_codes::kExpired ? AnchorState::kExpired : AnchorState::kRevoked;
+        const std::string& code = v.error().code;
+        if (code == anchor_codes::kExpired) {
+          rec.state = AnchorState::kExpired;
+        } else if (code == anchor_codes::kRevoked || code == anchor_codes::kUnknownKey ||
+                   code == anchor_codes::kWrongRole || code == anchor_codes::kThresholdNotMet) {
+          rec.state = AnchorState::kRevoked;  // its keys were revoked, or a rotated root no longer has them
+        } else if (code == anchor_codes::kWrongModel) {
+          return make_error("anchor state in '" + config_.state_dir + "' was made for another model (anchor " + digest +
+                            "): use a state folder per model");
+        } else {
+          return make_error("anchor state: the stored envelope '" + envelope_path(digest) + "' no longer verifies (" +
+                            code + ": " + v.error().message + "): the state folder was changed");
+        }
       }
       anchors_[digest] = std::move(rec);
     }
@@ -142,7 +157,7 @@ Status AnchorRegistry::persist_locked() const {
   if (config_.state_dir.empty()) return Status::success();
   json anchors = json::object();
   for (const auto& [digest, rec] : anchors_)
-    anchors[digest] = {{"active", rec.state == AnchorState::kActive}, {"registered_at", rec.registered_at}};
+    anchors[digest] = {{"state", anchor_state_name(rec.state)}, {"registered_at", rec.registered_at}};
   json lineages = json::object();
   for (const auto& [l, m] : lineages_) lineages[l] = {{"version", m.version}, {"digest", m.digest}};
   const json state = {{"format", 1},
@@ -178,8 +193,11 @@ Result<AnchorRecord> AnchorRegistry::register_anchor(std::string_view envelope_j
   const uint64_t now = config_.now();
   auto v = verify_anchor_envelope(envelope_json, verify_context_locked(now));
   if (!v.ok()) return v.error();
-  if (Status st = check_registrable_locked(*v); !st.ok()) return st.error();
+  if (revoked_digests_.count(v->digest) || revoked_lineages_.count(v->payload.lineage))
+    return make_coded_error(anchor_codes::kRevoked, "anchor " + v->digest + " (lineage '" + v->payload.lineage +
+                                                        "') was revoked");
   if (auto it = anchors_.find(v->digest); it != anchors_.end()) return it->second;  // the same anchor again
+  if (Status st = check_registrable_locked(*v); !st.ok()) return st.error();
   std::vector<int32_t> tokens = config_.tokenize(v->payload.text);
   if (static_cast<int32_t>(tokens.size()) > config_.max_tokens)
     return make_coded_error(anchor_codes::kTooLarge, "the anchor's text is " + std::to_string(tokens.size()) +
@@ -206,7 +224,7 @@ Result<AnchorRecord> AnchorRegistry::register_anchor(std::string_view envelope_j
   return rec;
 }
 
-Result<AnchorRecord> AnchorRegistry::prepare_activation(const std::string& digest) {
+Result<AnchorRecord> AnchorRegistry::prepare_activation(const std::string& digest, bool restoring) {
   std::lock_guard lock(mu_);
   auto it = anchors_.find(digest);
   if (it == anchors_.end()) return make_coded_error(kNotFound, "no anchor " + digest + " is registered");
@@ -215,8 +233,16 @@ Result<AnchorRecord> AnchorRegistry::prepare_activation(const std::string& diges
   const uint64_t now = config_.now();
   if (rec.state == AnchorState::kExpired || now >= rec.payload.expires)
     return make_coded_error(anchor_codes::kExpired, "anchor " + digest + " has expired");
+  if (static_cast<int32_t>(rec.tokens.size()) > config_.max_tokens)
+    return make_coded_error(anchor_codes::kTooLarge, "the anchor's text is " + std::to_string(rec.tokens.size()) +
+                                                         " tokens; at most " + std::to_string(config_.max_tokens));
+  for (const auto& [d, other] : anchors_)
+    if (other.state == AnchorState::kActive && other.payload.lineage == rec.payload.lineage &&
+        other.payload.version > rec.payload.version)
+      return make_coded_error(anchor_codes::kRollback, "version " + std::to_string(other.payload.version) +
+                                                           " of lineage '" + rec.payload.lineage + "' is active");
   // Freeze protection: once revocation statements are in use, a stale one cannot hide a newer revocation.
-  if (revocation_expires_ != 0 && now >= revocation_expires_)
+  if (!restoring && revocation_expires_ != 0 && now >= revocation_expires_)
     return make_coded_error(kRevocationStale, "the newest revocation statement (version " +
                                                   std::to_string(revocation_version_) +
                                                   ") has expired; activations wait for a newer one");
@@ -233,6 +259,7 @@ Result<std::vector<std::string>> AnchorRegistry::mark_active(const std::string& 
     if (d != digest && rec.state == AnchorState::kActive && rec.payload.lineage == it->second.payload.lineage &&
         rec.payload.version < it->second.payload.version) {
       rec.state = AnchorState::kInactive;
+      rec.pinned_blocks = 0;
       rec.state_changed_at = now;
       superseded.push_back(d);
     }
@@ -247,12 +274,37 @@ Status AnchorRegistry::mark_inactive(const std::string& digest) {
   std::lock_guard lock(mu_);
   auto it = anchors_.find(digest);
   if (it == anchors_.end()) return make_coded_error(kNotFound, "no anchor " + digest + " is registered");
-  if (it->second.state == AnchorState::kActive) {
-    it->second.state = AnchorState::kInactive;
-    it->second.pinned_blocks = 0;
-    it->second.state_changed_at = config_.now();
-  }
+  if (it->second.state != AnchorState::kActive)
+    return make_coded_error("anchor_not_active", "anchor " + digest + " is " + anchor_state_name(it->second.state) +
+                                                     ", not active");
+  it->second.state = AnchorState::kInactive;
+  it->second.pinned_blocks = 0;
+  it->second.state_changed_at = config_.now();
   return persist_locked();
+}
+
+void AnchorRegistry::note_request(const std::string& digest) {
+  std::lock_guard lock(mu_);
+  if (auto it = anchors_.find(digest); it != anchors_.end()) ++it->second.requests_served;
+}
+
+std::vector<std::string> AnchorRegistry::revoke_unsupported_locked(uint64_t now) {
+  std::vector<std::string> out;
+  for (auto& [digest, rec] : anchors_) {
+    if (rec.state == AnchorState::kRevoked || rec.state == AnchorState::kExpired) continue;
+    bool revoked = revoked_digests_.count(digest) || revoked_lineages_.count(rec.payload.lineage);
+    if (!revoked) {
+      auto again = verify_anchor_envelope(rec.envelope_json, verify_context_locked(now));
+      revoked = !again.ok() && again.error().code != anchor_codes::kExpired;
+    }
+    if (revoked) {
+      rec.state = AnchorState::kRevoked;
+      rec.pinned_blocks = 0;
+      rec.state_changed_at = now;
+      out.push_back(digest);
+    }
+  }
+  return out;
 }
 
 Result<RevocationOutcome> AnchorRegistry::apply_revocation(std::string_view envelope_json) {
@@ -270,35 +322,29 @@ Result<RevocationOutcome> AnchorRegistry::apply_revocation(std::string_view enve
   revoked_keyids_.insert(s->keyids.begin(), s->keyids.end());
   RevocationOutcome out;
   out.version = s->version;
-  for (auto& [digest, rec] : anchors_) {
-    if (rec.state == AnchorState::kRevoked) continue;
-    bool revoked = revoked_digests_.count(digest) || revoked_lineages_.count(rec.payload.lineage);
-    if (!revoked && !s->keyids.empty()) {
-      // A revoked key no longer counts: anchors that fall below the threshold without it are revoked too.
-      auto again = verify_anchor_envelope(rec.envelope_json, verify_context_locked(now));
-      revoked = !again.ok() && again.error().code != anchor_codes::kExpired;
-    }
-    if (revoked) {
-      rec.state = AnchorState::kRevoked;
-      rec.state_changed_at = now;
-      out.revoked.push_back(digest);
-    }
-  }
+  // A revoked key no longer counts: anchors that fall below the threshold without it are revoked too.
+  out.revoked = revoke_unsupported_locked(now);
   if (Status st = persist_locked(); !st.ok()) return st.error();
   return out;
 }
 
-Result<uint64_t> AnchorRegistry::rotate_root(std::string_view envelope_json) {
+Result<RevocationOutcome> AnchorRegistry::rotate_root(std::string_view envelope_json) {
   std::lock_guard lock(mu_);
-  auto next = verify_root_rotation(envelope_json, root_, config_.now());
+  const uint64_t now = config_.now();
+  auto next = verify_root_rotation(envelope_json, root_, now, revoked_keyids_);
   if (!next.ok()) return next.error();
   const TrustRoot previous = root_;
+  const auto previous_anchors = anchors_;
   root_ = std::move(*next);
+  RevocationOutcome out;
+  out.version = root_.version;
+  out.revoked = revoke_unsupported_locked(now);  // anchors whose signers the new root drops
   if (Status st = persist_locked(); !st.ok()) {
     root_ = previous;
+    anchors_ = previous_anchors;
     return st.error();
   }
-  return root_.version;
+  return out;
 }
 
 std::vector<std::string> AnchorRegistry::expire_due() {
@@ -322,7 +368,6 @@ Result<AnchorRecord> AnchorRegistry::resolve_for_request(const std::string& dige
   auto it = anchors_.find(digest);
   if (it == anchors_.end() || it->second.state != AnchorState::kActive) return not_found(digest);
   if (it->second.payload.scope != "*" && it->second.payload.scope != tenant) return not_found(digest);
-  ++it->second.requests_served;
   return it->second;
 }
 

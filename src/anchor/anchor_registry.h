@@ -64,17 +64,23 @@ class AnchorRegistry {
   // (rollback, lineage_conflict) and the token cap. 201-style success: the record. A refusal changes nothing.
   Result<AnchorRecord> register_anchor(std::string_view envelope_json);
 
-  // The record to pin, if it may be activated now (registered, not revoked or expired, revocation information
-  // fresh). Errors: anchor_not_found, revoked, expired, revocation_stale.
-  Result<AnchorRecord> prepare_activation(const std::string& digest);
+  // The record to pin, if it may be activated now (registered, not revoked or expired, within the token cap, not
+  // older than an active version of its lineage, revocation information fresh). `restoring`: the anchor was active
+  // before a restart, and freeze protection (which guards new activations) does not apply. Errors:
+  // anchor_not_found, revoked, expired, too_large, rollback, revocation_stale.
+  Result<AnchorRecord> prepare_activation(const std::string& digest, bool restoring = false);
   // After the engine pinned it. Returns the digests of older versions of its lineage that were active and are now
   // inactive (the caller deactivates them in the engine).
   Result<std::vector<std::string>> mark_active(const std::string& digest, int32_t pinned_blocks);
+  // Only an active anchor can be deactivated (error code anchor_not_active otherwise).
   Status mark_inactive(const std::string& digest);
+  // Counts a request admitted with the anchor (GET /v1/anchors/{digest} reports it).
+  void note_request(const std::string& digest);
 
   Result<RevocationOutcome> apply_revocation(std::string_view envelope_json);
-  // Returns the new root version.
-  Result<uint64_t> rotate_root(std::string_view envelope_json);
+  // A rotation also re-verifies every anchor under the new root: those it no longer supports are revoked (listed
+  // in the outcome, whose version is the new root's).
+  Result<RevocationOutcome> rotate_root(std::string_view envelope_json);
   // Active anchors whose expiry has passed become expired; their digests are returned (to revoke in the engine).
   std::vector<std::string> expire_due();
 
@@ -93,6 +99,9 @@ class AnchorRegistry {
   Status load_state();
   Status persist_locked() const;  // state.json
   Status check_registrable_locked(const VerifiedAnchor& v) const;
+  // Re-verifies the anchors not yet revoked or expired (after a key revocation or a root rotation); those that no
+  // longer verify are revoked and their digests returned.
+  std::vector<std::string> revoke_unsupported_locked(uint64_t now);
   AnchorVerifyContext verify_context_locked(uint64_t now) const;
   std::string envelope_path(const std::string& digest) const;
 

@@ -146,20 +146,21 @@ Status verify_threshold(const DsseEnvelope& envelope, const TrustRoot& root, Tru
   return make_coded_error(anchor_codes::kUnknownKey, "no signature verifies under any key of the trust root");
 }
 
-Result<TrustRoot> verify_root_rotation(std::string_view envelope_json, const TrustRoot& current, uint64_t now) {
+Result<TrustRoot> verify_root_rotation(std::string_view envelope_json, const TrustRoot& current, uint64_t now,
+                                       const std::set<std::string>& revoked_keyids) {
   auto envelope = parse_dsse_envelope(envelope_json);
   if (!envelope.ok()) return envelope.error();
   if (envelope->payload_type != kRootPayloadType)
     return make_coded_error(anchor_codes::kWrongPayloadType, "payloadType '" + envelope->payload_type + "' is not '" +
                                                                  std::string(kRootPayloadType) + "'");
-  if (Status st = verify_threshold(*envelope, current, TrustRoleName::kRoot); !st.ok())
+  if (Status st = verify_threshold(*envelope, current, TrustRoleName::kRoot, revoked_keyids); !st.ok())
     return make_coded_error(st.error().code, "the current root: " + st.error().message);
   auto next = parse_trust_root(envelope->payload, now);
   if (!next.ok()) return make_coded_error(anchor_codes::kBadField, next.error().message);
   if (next->version != current.version + 1)
     return make_coded_error(anchor_codes::kRollback, "the new root has version " + std::to_string(next->version) +
                                                          "; the next version is " + std::to_string(current.version + 1));
-  if (Status st = verify_threshold(*envelope, *next, TrustRoleName::kRoot); !st.ok())
+  if (Status st = verify_threshold(*envelope, *next, TrustRoleName::kRoot, revoked_keyids); !st.ok())
     return make_coded_error(st.error().code, "the new root: " + st.error().message);
   return next;
 }

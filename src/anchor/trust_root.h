@@ -55,6 +55,8 @@ Status verify_threshold(const DsseEnvelope& envelope, const TrustRoot& root, Tru
 // JSON, with version = current + 1, signed by the threshold of the current root's `root` role and by the threshold
 // of the new root's `root` role (so a stolen old key alone cannot rotate, and the new keys prove possession).
 inline constexpr std::string_view kRootPayloadType = "application/vnd.pagoda.root.v1+json";
-Result<TrustRoot> verify_root_rotation(std::string_view envelope_json, const TrustRoot& current, uint64_t now);
+// Keys in `revoked_keyids` count for neither threshold.
+Result<TrustRoot> verify_root_rotation(std::string_view envelope_json, const TrustRoot& current, uint64_t now,
+                                       const std::set<std::string>& revoked_keyids = {});
 
 }  // namespace pagoda

@@ -68,12 +68,13 @@ Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std
     it->second.accepting = true;  // activated again after a deactivation whose users are still running
     return AnchorActivation{static_cast<int32_t>(it->second.tokens.size()), it->second.blocks, 0.0};
   }
-  if (tokens.empty()) return make_error("an anchor needs at least one token");
+  if (tokens.empty()) return make_coded_error("bad_field", "an anchor needs at least one token");
   if (static_cast<int64_t>(tokens.size()) >= max_model_len_)
-    return make_error("the anchor has " + std::to_string(tokens.size()) + " tokens; the maximum model length is " +
-                      std::to_string(max_model_len_));
+    return make_coded_error("too_large", "the anchor has " + std::to_string(tokens.size()) +
+                                             " tokens; the maximum model length is " + std::to_string(max_model_len_));
   for (int32_t id : tokens)
-    if (id < 0 || id >= model_.hparams().n_vocab) return make_error("anchor token id " + std::to_string(id) + " is outside the vocabulary");
+    if (id < 0 || id >= model_.hparams().n_vocab)
+      return make_coded_error("bad_field", "anchor token id " + std::to_string(id) + " is outside the vocabulary");
   const int32_t bs = blocks_->block_size();
   const int32_t needed = static_cast<int32_t>((tokens.size() + bs - 1) / bs);
   const int32_t budget = static_cast<int32_t>(std::floor(config_.anchor_max_pinned_frac * blocks_->num_blocks()));
@@ -108,7 +109,7 @@ Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std
     b_logit_rows_.clear();
     if (Status st = forward_batch_buffers(static_cast<int32_t>(handles.size())); !st.ok()) {
       blocks_->free(seq);
-      return st.error();
+      return make_coded_error("activation_failed", "the anchor's prefill failed: " + st.error().message);
     }
     first += n;
   }

@@ -36,7 +36,7 @@ json record_json(const AnchorRecord& r) {
 
 int status_for(const Error& e) {
   if (e.code == "anchor_not_found") return 404;
-  if (e.code == "anchor_pool_full") return 409;
+  if (e.code == "anchor_pool_full" || e.code == "anchor_not_active") return 409;
   return 400;
 }
 
@@ -81,9 +81,9 @@ void HttpServer::register_anchor_routes() {
   });
   http_->Post("/v1/anchors/root", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorize_admin(req, res)) return;
-    auto version = ctx_.anchors->rotate_root(req.body);
-    if (!version.ok()) return send_refusal(res, version.error());
-    res.set_content(to_wire(json{{"version", *version}}), "application/json");
+    auto out = ctx_.anchors->rotate_root(req.body);
+    if (!out.ok()) return send_refusal(res, out.error());
+    res.set_content(to_wire(json{{"version", out->version}, {"revoked", out->revoked}}), "application/json");
   });
   http_->Post(R"(/v1/anchors/([0-9a-f]{64})/activate)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorize_admin(req, res)) return;

@@ -32,8 +32,8 @@ Result<AnchorRecord> AnchorService::register_anchor(std::string_view envelope_js
   return r;
 }
 
-Result<ActivatedAnchor> AnchorService::activate(const std::string& digest) {
-  auto rec = registry_->prepare_activation(digest);
+Result<ActivatedAnchor> AnchorService::activate(const std::string& digest, bool restoring) {
+  auto rec = registry_->prepare_activation(digest, restoring);
   if (!rec.ok()) return reject(rec.error());
   auto pinned = engine_.activate_anchor(digest, rec->tokens).get();
   if (!pinned.ok()) return reject(pinned.error());
@@ -56,17 +56,23 @@ Status AnchorService::deactivate(const std::string& digest) {
 Result<RevocationOutcome> AnchorService::revoke(std::string_view envelope_json) {
   auto out = registry_->apply_revocation(envelope_json);
   if (!out.ok()) return reject(out.error());
-  for (const std::string& digest : out->revoked) {
-    engine_.revoke_anchor(digest);
-    revocations_.fetch_add(1, std::memory_order_relaxed);
-  }
+  revoke_in_engine(out->revoked);
   return out;
 }
 
-Result<uint64_t> AnchorService::rotate_root(std::string_view envelope_json) {
-  auto v = registry_->rotate_root(envelope_json);
-  if (!v.ok()) return reject(v.error());
-  return v;
+Result<RevocationOutcome> AnchorService::rotate_root(std::string_view envelope_json) {
+  auto out = registry_->rotate_root(envelope_json);
+  if (!out.ok()) return reject(out.error());
+  revoke_in_engine(out->revoked);
+  return out;
+}
+
+void AnchorService::revoke_in_engine(const std::vector<std::string>& digests) {
+  // Revoking a digest the engine does not hold is a no-op; only those that were pinned count.
+  for (const std::string& digest : digests) {
+    engine_.revoke_anchor(digest);
+    revocations_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 Result<ActivatedAnchor> AnchorService::load_file(const std::string& path) {
@@ -84,7 +90,7 @@ Result<ActivatedAnchor> AnchorService::load_file(const std::string& path) {
 
 Status AnchorService::restore_active() {
   for (const std::string& digest : registry_->active_digests()) {
-    auto active = activate(digest);
+    auto active = activate(digest, /*restoring=*/true);
     if (!active.ok()) return make_error("restoring active anchor " + digest + ": " + active.error().message);
   }
   return Status::success();
@@ -94,10 +100,7 @@ void AnchorService::start_expiry_ticker() {
   ticker_ = std::thread([this] {
     std::unique_lock lock(ticker_mu_);
     while (!ticker_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
-      for (const std::string& digest : registry_->expire_due()) {
-        engine_.revoke_anchor(digest);  // same effect as a revocation: no later step attends to it
-        revocations_.fetch_add(1, std::memory_order_relaxed);
-      }
+      revoke_in_engine(registry_->expire_due());  // same effect as a revocation: no later step attends to it
     }
   });
 }
@@ -105,8 +108,12 @@ void AnchorService::start_expiry_ticker() {
 Result<AnchorRecord> AnchorService::resolve_for_request(const std::string& digest, const std::string& tenant) {
   auto r = registry_->resolve_for_request(digest, tenant);
   if (!r.ok()) return reject(r.error());
-  requests_.fetch_add(1, std::memory_order_relaxed);
   return r;
+}
+
+void AnchorService::count_request(const std::string& digest) {
+  registry_->note_request(digest);
+  requests_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string AnchorService::render_metrics(const std::string& model_name) const {

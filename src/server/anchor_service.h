@@ -29,11 +29,13 @@ class AnchorService {
   ~AnchorService();
 
   Result<AnchorRecord> register_anchor(std::string_view envelope_json);
-  // Errors: anchor_not_found, revoked, expired, revocation_stale, anchor_pool_full (409 over HTTP).
-  Result<ActivatedAnchor> activate(const std::string& digest);
+  // Errors: anchor_not_found, revoked, expired, too_large, rollback, revocation_stale, anchor_pool_full (409 over
+  // HTTP). `restoring`: re-activation after a restart.
+  Result<ActivatedAnchor> activate(const std::string& digest, bool restoring = false);
   Status deactivate(const std::string& digest);
   Result<RevocationOutcome> revoke(std::string_view envelope_json);
-  Result<uint64_t> rotate_root(std::string_view envelope_json);
+  // Anchors the new root no longer supports are revoked in the engine too.
+  Result<RevocationOutcome> rotate_root(std::string_view envelope_json);
   // verify, register and activate a file (serve --anchor): any refusal is an error naming the file and the code.
   Result<ActivatedAnchor> load_file(const std::string& path);
   // After a restart: pins every anchor that was active (verified again when the registry opened).
@@ -43,6 +45,8 @@ class AnchorService {
 
   // A request naming `digest` as `tenant`: the record (its tokens), or anchor_not_found.
   Result<AnchorRecord> resolve_for_request(const std::string& digest, const std::string& tenant);
+  // A request with the anchor was accepted and submitted (metrics, requests served).
+  void count_request(const std::string& digest);
 
   AnchorRegistry& registry() { return *registry_; }
   // Prometheus lines of the anchor metrics, with the model_name label.
@@ -60,6 +64,7 @@ class AnchorService {
   std::map<std::string, int64_t> rejections_;  // by code
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> revocations_{0};  // anchors revoked or expired in the engine
+  void revoke_in_engine(const std::vector<std::string>& digests);
   std::mutex ticker_mu_;
   std::condition_variable ticker_cv_;
   bool stopping_ = false;

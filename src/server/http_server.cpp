@@ -328,6 +328,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     group.push_back(std::move(one));
   }
   auto stream = ctx_.engine->submit_group(std::move(group));
+  if (anchor) ctx_.anchors->count_request(anchor->digest);
   track(stream);
   metrics_.prompt_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(

@@ -237,7 +237,8 @@ TEST_F(AnchorRegistryTest, RootRotationNeedsBothThresholdsAndSurvivesRestart) {
       << "old keys only: the new root's role is not met (the old root key is only a plain key there)";
   auto ok = registry->rotate_root(rotation({&auth.root_key, &new_root}));
   ASSERT_TRUE(ok.ok()) << ok.error().message;
-  EXPECT_EQ(*ok, 2u);
+  EXPECT_EQ(ok->version, 2u);
+  EXPECT_TRUE(ok->revoked.empty()) << "the new root keeps the anchor keys";
   EXPECT_EQ(registry->rotate_root(rotation({&auth.root_key, &new_root})).error().code, anchor_codes::kRollback)
       << "replaying the rotation: version 2 is not the next version";
   reopen();  // the operator's file still says version 1: the state's newer root wins
@@ -277,6 +278,71 @@ TEST_F(AnchorRegistryTest, KvComesFromTheVerifiedBytesNotTheFileOnDisk) {
   auto reopened = AnchorRegistry::open(config());
   ASSERT_FALSE(reopened.ok());
   EXPECT_NE(reopened.error().message.find(r->digest), std::string::npos) << reopened.error().message;
+}
+
+TEST_F(AnchorRegistryTest, RestartKeepsStatesAndRestoresActiveAnchorsEvenWithAStaleRevocation) {
+  const std::string active = activate(auth.envelope(version(1), auth.anchor_a));
+  AnchorPayload other = auth.payload();
+  other.lineage = "other";
+  auto verified = registry->register_anchor(auth.envelope(other, auth.anchor_a));
+  ASSERT_TRUE(verified.ok());
+  RevocationStatement s{.version = 1, .issued = now - 1, .expires = now + 10, .digests = {}, .lineages = {}, .keyids = {}};
+  ASSERT_TRUE(registry->apply_revocation(auth.revocation(s)).ok());
+  now += 60;  // the statement is stale now
+  reopen();
+  EXPECT_EQ(registry->get(active)->state, AnchorState::kActive);
+  EXPECT_EQ(registry->get(verified->digest)->state, AnchorState::kVerified) << "never activated: still verified";
+  EXPECT_TRUE(registry->prepare_activation(active, /*restoring=*/true).ok()) << "a restart restores what was active";
+  EXPECT_EQ(registry->prepare_activation(verified->digest).error().code, "revocation_stale") << "new activations wait";
+}
+
+TEST_F(AnchorRegistryTest, GarbledStoredEnvelopeStopsTheStart) {
+  auto r = registry->register_anchor(auth.envelope());
+  ASSERT_TRUE(r.ok());
+  registry.reset();
+  std::ofstream(dir / "state" / "envelopes" / (r->digest + ".json")) << "{\"payloadType\": 1}";
+  auto reopened = AnchorRegistry::open(config());
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_NE(reopened.error().message.find("no longer verifies"), std::string::npos) << reopened.error().message;
+}
+
+TEST_F(AnchorRegistryTest, OlderVersionCannotBeActivatedBesideANewerOneAndOnlyActiveAnchorsDeactivate) {
+  auto v1 = registry->register_anchor(auth.envelope(version(1), auth.anchor_a));
+  ASSERT_TRUE(v1.ok());
+  const std::string v2 = activate(auth.envelope(version(2), auth.anchor_a));
+  EXPECT_EQ(registry->prepare_activation(v1->digest).error().code, anchor_codes::kRollback);
+  EXPECT_EQ(registry->mark_inactive(v1->digest).error().code, "anchor_not_active");
+  EXPECT_TRUE(registry->mark_inactive(v2).ok());
+  EXPECT_EQ(registry->get(v2)->state, AnchorState::kInactive);
+  EXPECT_EQ(registry->get(v2)->pinned_blocks, 0);
+}
+
+TEST_F(AnchorRegistryTest, RotationToARootWithoutTheAnchorKeysRevokesTheirAnchorsAndRevokedKeysDoNotCount) {
+  const std::string d = activate(auth.envelope());
+  const Ed25519KeyPair new_anchor = key_from(88);
+  nlohmann::json next = nlohmann::json::parse(auth.root_json(1, kNow + 86400, 2));
+  const std::string new_id = ed25519_key_id(new_anchor.public_key);
+  next["keys"][new_id] = to_hex(new_anchor.public_key);
+  next["roles"]["anchor"]["keyids"] = {new_id};
+  const std::string payload = next.dump();
+  const std::string type(kRootPayloadType);
+  // With the root key revoked first, its signature counts for nothing.
+  RevocationStatement s{.version = 1, .issued = now - 1, .expires = now + 3600, .digests = {}, .lineages = {},
+                        .keyids = {ed25519_key_id(auth.root_key.public_key)}};
+  auto revoked_root_key = registry->apply_revocation(auth.revocation(s));
+  ASSERT_TRUE(revoked_root_key.ok());
+  EXPECT_EQ(registry->rotate_root(auth.envelope(payload, {&auth.root_key}, type)).error().code, anchor_codes::kRevoked);
+  // Without that revocation (a fresh folder), the rotation goes through and revokes the anchor its new root drops.
+  fs::remove_all(dir / "state");
+  reopen();
+  const std::string d2 = activate(auth.envelope());
+  EXPECT_EQ(d2, d);
+  auto out = registry->rotate_root(auth.envelope(payload, {&auth.root_key}, type));
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out->version, 2u);
+  EXPECT_EQ(out->revoked, std::vector<std::string>{d});
+  EXPECT_EQ(registry->get(d)->state, AnchorState::kRevoked);
+  EXPECT_TRUE(registry->register_anchor(auth.envelope(version(5), new_anchor)).ok()) << "the new anchor key signs";
 }
 
 }  // namespace
