@@ -32,7 +32,9 @@ class ScopedIsaEnv {
 
 TEST(CpuFeatures, KernelSetsNestAndTheWidestIsRunnable) {
   EXPECT_TRUE(cpu_can_run(KernelIsa::kPortable));
-  if (cpu_can_run(KernelIsa::kAvx512)) EXPECT_TRUE(cpu_can_run(KernelIsa::kAvx2));
+  if (cpu_can_run(KernelIsa::kAvx512)) {
+    EXPECT_TRUE(cpu_can_run(KernelIsa::kAvx2));
+  }
   EXPECT_TRUE(cpu_can_run(widest_kernel_isa()));
   const CpuFeatures& f = cpu_features();
   EXPECT_EQ(cpu_can_run(KernelIsa::kAvx2), f.avx2 && f.fma && f.f16c);
