@@ -149,14 +149,14 @@ test('an anchor scoped to one tenant is invisible to another; --anchor activates
 
 test('an active anchor passing its expiry is revoked in the engine and refused from then on', async () => {
   const d = cli('sign', '--key', f('signer.key'), '--model', modelPath, '--lineage', 'short-lived', '--version', '1',
-    '--kind', 'memory', '--scope', '*', '--text', 'Max is brown.', '--expires', '+8s', '-o', f('short.json')).split('\n').pop();
+    '--kind', 'memory', '--scope', '*', '--text', 'Max is brown.', '--expires', '+15s', '-o', f('short.json')).split('\n').pop();
   const s = await startServer(['--anchor-trust-root', f('root.json'), '--anchor', f('short.json')]);
   try {
     const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const ok = await c.completions.create({ model, prompt: ' One day', max_tokens: 2, anchor: d });
     assert.ok(ok.usage.anchor_tokens > 0);
     let refused = null;
-    for (let i = 0; i < 150 && !refused; ++i) {
+    for (let i = 0; i < 300 && !refused; ++i) {
       try {
         await c.completions.create({ model, prompt: ' One day', max_tokens: 2, anchor: d });
         await new Promise((r) => setTimeout(r, 100));
