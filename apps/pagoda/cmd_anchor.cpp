@@ -20,6 +20,7 @@
 
 #include "anchor/anchor_error.h"
 #include "anchor/anchor_payload.h"
+#include "anchor/anchor_registry.h"
 #include "anchor/anchor_verifier.h"
 #include "anchor/cbor.h"
 #include "anchor/dsse_envelope.h"
@@ -29,6 +30,7 @@
 #include "anchor/trust_root.h"
 #include "anchor_cli_util.h"
 #include "commands.h"
+#include "model/model.h"
 
 namespace pagoda::cli {
 namespace {
@@ -237,12 +239,51 @@ int sign(const SignOptions& o) {
 struct VerifyOptions {
   std::string trust_root, model, anchor;
   std::optional<std::string> state_dir;
+  int32_t max_tokens = 512;
 };
 
+// --state-dir: the registry's own checks on a server's state folder, read-only: the root the folder holds (if newer
+// than --trust-root), revoked digests, lineages and keys, rollback, lineage conflicts and the token cap, as
+// `POST /v1/anchors` would make them. Nothing is written.
+int verify_against_state(const VerifyOptions& o) {
+  auto model = hash_model_file(o.model);
+  if (!model.ok()) return fail_with(model.error());
+  auto loaded = Model::load(o.model);  // the tokenizer, for the token cap
+  if (!loaded.ok()) return fail(loaded.error().message);
+  auto envelope_text = read_small_file_bytes(o.anchor, kMaxInputFile);
+  if (!envelope_text.ok()) return fail_with(envelope_text.error());
+  AnchorRegistryConfig rc;
+  rc.trust_root_path = o.trust_root;
+  rc.state_dir = *o.state_dir;
+  rc.model_digest = *model;
+  rc.max_tokens = o.max_tokens;
+  rc.read_only = true;
+  const Tokenizer* tok = &(*loaded)->tokenizer();
+  rc.tokenize = [tok](const std::string& text) { return tok->encode(text, /*add_special=*/true, /*parse_special=*/false); };
+  rc.now = [] { return unix_now(); };
+  auto registry = AnchorRegistry::open(std::move(rc));
+  if (!registry.ok()) return fail(registry.error().message);
+  auto rec = (*registry)->check_anchor(*envelope_text);
+  if (!rec.ok()) return fail_with(rec.error());
+  auto known = (*registry)->get(rec->digest);
+  const AnchorPayload& p = rec->payload;
+  const ojson out = {{"digest", rec->digest},
+                     {"lineage", p.lineage},
+                     {"version", p.version},
+                     {"kind", p.kind},
+                     {"scope", p.scope},
+                     {"text_bytes", p.text.size()},
+                     {"tokens", rec->tokens.size()},
+                     {"issued", p.issued},
+                     {"expires", p.expires},
+                     {"state", known ? anchor_state_name(known->state) : "not registered"},
+                     {"state_checked", true}};
+  std::printf("%s\n", json_line(out).c_str());
+  return 0;
+}
+
 int verify(const VerifyOptions& o) {
-  // TODO(#11): with the state store (src/anchor, in progress) --state-dir will add the registry checks: revoked
-  // digests, lineages and keys, rollback and lineage conflicts. Until then they need `pagoda serve`.
-  if (o.state_dir) return fail("--state-dir is not supported yet (registry checks need `pagoda serve`)");
+  if (o.state_dir) return verify_against_state(o);
   const uint64_t now = unix_now();
   auto root_text = read_small_file_bytes(o.trust_root, kMaxInputFile);
   if (!root_text.ok()) return fail_with(root_text.error());
@@ -446,7 +487,11 @@ void add_anchor_command(CLI::App& app, Action& action) {
         "verify", "Verify an anchor against a trust root and a model; errors read '<code>: <message>'");
     cmd->add_option("--trust-root", o->trust_root, "Trust root JSON")->required();
     cmd->add_option("--model", o->model, "The model file (GGUF) that will serve the anchor")->required();
-    cmd->add_option("--state-dir", o->state_dir, "Server state folder (not supported yet)");
+    cmd->add_option("--state-dir", o->state_dir,
+                    "A server's --anchor-state-dir: also make its registry checks (revocations, rollback, token cap), "
+                    "read-only");
+    cmd->add_option("--anchor-max-tokens", o->max_tokens, "With --state-dir: the server's token cap (default 512)")
+        ->check(CLI::Range(1, 1 << 20));
     cmd->add_option("anchor", o->anchor, "The anchor envelope (JSON)")->required();
     cmd->callback([o, &action] { action = [o] { return verify(*o); }; });
   }

@@ -62,7 +62,11 @@ Result<std::unique_ptr<AnchorRegistry>> AnchorRegistry::open(AnchorRegistryConfi
   std::optional<TrustRoot> from_file;
   if (pinned.ok()) from_file = std::move(*pinned);
   std::string file_error = pinned.ok() ? "" : pinned.error().message;
-  if (!r->config_.state_dir.empty()) {
+  if (!r->config_.state_dir.empty() && r->config_.read_only) {
+    struct stat st;
+    if (::stat((r->config_.state_dir + "/state.json").c_str(), &st) != 0)
+      return make_error("anchor state: no state.json in '" + r->config_.state_dir + "'");
+  } else if (!r->config_.state_dir.empty()) {
     ::mkdir(r->config_.state_dir.c_str(), 0700);
     ::mkdir((r->config_.state_dir + "/envelopes").c_str(), 0700);
     struct stat st;
@@ -75,7 +79,8 @@ Result<std::unique_ptr<AnchorRegistry>> AnchorRegistry::open(AnchorRegistryConfi
     return make_error("--anchor-trust-root '" + r->config_.trust_root_path + "': " + file_error);
   if (from_file && from_file->version > r->root_.version) r->root_ = *from_file;
   std::lock_guard lock(r->mu_);
-  if (Status st = r->persist_locked(); !st.ok()) return st.error();
+  if (!r->config_.read_only)
+    if (Status st = r->persist_locked(); !st.ok()) return st.error();
   return r;
 }
 
@@ -154,6 +159,7 @@ Status AnchorRegistry::load_state() {
 }
 
 Status AnchorRegistry::persist_locked() const {
+  if (config_.read_only) return make_error("anchor state '" + config_.state_dir + "' is open read-only");
   if (config_.state_dir.empty()) return Status::success();
   json anchors = json::object();
   for (const auto& [digest, rec] : anchors_)
@@ -188,37 +194,55 @@ Status AnchorRegistry::check_registrable_locked(const VerifiedAnchor& v) const {
   return Status::success();
 }
 
-Result<AnchorRecord> AnchorRegistry::register_anchor(std::string_view envelope_json) {
-  std::lock_guard lock(mu_);
-  const uint64_t now = config_.now();
+Result<AnchorRecord> AnchorRegistry::checked_record_locked(std::string_view envelope_json, uint64_t now,
+                                                         bool* known) const {
+  *known = false;
   auto v = verify_anchor_envelope(envelope_json, verify_context_locked(now));
   if (!v.ok()) return v.error();
   if (revoked_digests_.count(v->digest) || revoked_lineages_.count(v->payload.lineage))
     return make_coded_error(anchor_codes::kRevoked, "anchor " + v->digest + " (lineage '" + v->payload.lineage +
                                                         "') was revoked");
-  if (auto it = anchors_.find(v->digest); it != anchors_.end()) return it->second;  // the same anchor again
+  if (auto it = anchors_.find(v->digest); it != anchors_.end()) {  // the same anchor again
+    *known = true;
+    return it->second;
+  }
   if (Status st = check_registrable_locked(*v); !st.ok()) return st.error();
-  std::vector<int32_t> tokens = config_.tokenize(v->payload.text);
-  if (static_cast<int32_t>(tokens.size()) > config_.max_tokens)
-    return make_coded_error(anchor_codes::kTooLarge, "the anchor's text is " + std::to_string(tokens.size()) +
-                                                         " tokens; at most " + std::to_string(config_.max_tokens));
-  if (!config_.state_dir.empty())
-    if (Status st = write_file_atomically(envelope_path(v->digest), envelope_json); !st.ok()) return st.error();
   AnchorRecord rec;
+  rec.tokens = config_.tokenize(v->payload.text);
+  if (static_cast<int32_t>(rec.tokens.size()) > config_.max_tokens)
+    return make_coded_error(anchor_codes::kTooLarge, "the anchor's text is " + std::to_string(rec.tokens.size()) +
+                                                         " tokens; at most " + std::to_string(config_.max_tokens));
   rec.digest = v->digest;
   rec.payload = v->payload;
-  rec.tokens = std::move(tokens);
   rec.envelope_json = std::string(envelope_json);
   rec.registered_at = rec.state_changed_at = now;
-  const LineageMark previous = lineages_[v->payload.lineage];
-  lineages_[v->payload.lineage] = LineageMark{v->payload.version, v->digest};
-  anchors_[v->digest] = rec;
+  return rec;
+}
+
+Result<AnchorRecord> AnchorRegistry::check_anchor(std::string_view envelope_json) const {
+  std::lock_guard lock(mu_);
+  bool known = false;
+  return checked_record_locked(envelope_json, config_.now(), &known);
+}
+
+Result<AnchorRecord> AnchorRegistry::register_anchor(std::string_view envelope_json) {
+  std::lock_guard lock(mu_);
+  const uint64_t now = config_.now();
+  bool known = false;
+  auto checked = checked_record_locked(envelope_json, now, &known);
+  if (!checked.ok() || known) return checked;
+  AnchorRecord rec = std::move(*checked);
+  if (!config_.state_dir.empty())
+    if (Status st = write_file_atomically(envelope_path(rec.digest), envelope_json); !st.ok()) return st.error();
+  const LineageMark previous = lineages_[rec.payload.lineage];
+  lineages_[rec.payload.lineage] = LineageMark{rec.payload.version, rec.digest};
+  anchors_[rec.digest] = rec;
   if (Status st = persist_locked(); !st.ok()) {  // nothing changes unless it is on disk
-    anchors_.erase(v->digest);
+    anchors_.erase(rec.digest);
     if (previous.version == 0)
-      lineages_.erase(v->payload.lineage);
+      lineages_.erase(rec.payload.lineage);
     else
-      lineages_[v->payload.lineage] = previous;
+      lineages_[rec.payload.lineage] = previous;
     return st.error();
   }
   return rec;

@@ -48,6 +48,7 @@ struct AnchorRegistryConfig {
   int32_t max_tokens = 512;      // per anchor, BOS included
   std::function<std::vector<int32_t>(const std::string&)> tokenize;  // text -> token ids, as for a prompt
   std::function<uint64_t()> now;                                     // Unix seconds (tests inject a clock)
+  bool read_only = false;  // only check (pagoda anchor verify --state-dir): nothing is created or written
 };
 
 // What a revocation statement changed: digests that left the active or verified states.
@@ -63,6 +64,9 @@ class AnchorRegistry {
   // Every check of the artifact (envelope, signatures, payload, model, time), then tombstones, lineage order
   // (rollback, lineage_conflict) and the token cap. 201-style success: the record. A refusal changes nothing.
   Result<AnchorRecord> register_anchor(std::string_view envelope_json);
+  // Every check register_anchor makes, changing nothing: the record it would register (or the one already
+  // registered under that digest, with its state).
+  Result<AnchorRecord> check_anchor(std::string_view envelope_json) const;
 
   // The record to pin, if it may be activated now (registered, not revoked or expired, within the token cap, not
   // older than an active version of its lineage, revocation information fresh). `restoring`: the anchor was active
@@ -99,6 +103,8 @@ class AnchorRegistry {
   Status load_state();
   Status persist_locked() const;  // state.json
   Status check_registrable_locked(const VerifiedAnchor& v) const;
+  // register_anchor's checks; *known: the digest is registered already (the stored record is returned).
+  Result<AnchorRecord> checked_record_locked(std::string_view envelope_json, uint64_t now, bool* known) const;
   // Re-verifies the anchors not yet revoked or expired (after a key revocation or a root rotation); those that no
   // longer verify are revoked and their digests returned.
   std::vector<std::string> revoke_unsupported_locked(uint64_t now);

@@ -114,7 +114,7 @@ echo "this is not JSON" >"$tmp/garbage.json"
 expect_error "not JSON" "^pagoda: error: malformed_envelope: " -- anchor verify --trust-root "$tmp/root.json" --model "$model" "$tmp/garbage.json"
 expect_error "inspect not JSON" "^pagoda: error: malformed_envelope: " -- anchor inspect "$tmp/garbage.json"
 expect_error "root file as an anchor" "^pagoda: error: malformed_envelope: " -- anchor verify --trust-root "$tmp/root.json" --model "$model" "$tmp/root.json"
-expect_error "state dir" "--state-dir is not supported yet" -- anchor verify --trust-root "$tmp/root.json" --model "$model" --state-dir "$tmp" "$tmp/anchor.json"
+expect_error "state dir without a state" "no state.json in" -- anchor verify --trust-root "$tmp/root.json" --model "$model" --state-dir "$tmp" "$tmp/anchor.json"
 expect_error "missing anchor" "cannot open '$tmp/none.json'" -- anchor verify --trust-root "$tmp/root.json" --model "$model" "$tmp/none.json"
 expect_error "missing model" "cannot open '$tmp/none.gguf'" -- anchor verify --trust-root "$tmp/root.json" --model "$tmp/none.gguf" "$tmp/anchor.json"
 

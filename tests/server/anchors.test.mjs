@@ -117,6 +117,11 @@ test('the operator flow: register, activate, serve, revoke, restart', async () =
     s.proc.kill('SIGTERM');
     await s.exited;
   }
+  // The CLI makes the same registry checks on the stopped server's state folder, read-only.
+  const before = fs.readFileSync(f('state/state.json'));
+  assert.throws(() => execFileSync(bin, ['anchor', 'verify', '--trust-root', f('root.json'), '--model', modelPath,
+    '--state-dir', f('state'), f('anchor.json')], { stdio: 'pipe' }), (e) => /pagoda: error: revoked:/.test(e.stderr.toString()));
+  assert.deepEqual(fs.readFileSync(f('state/state.json')), before);
   // A restart over the same state refuses what it refused before.
   s = await startServer(serverArgs);
   try {

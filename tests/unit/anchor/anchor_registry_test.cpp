@@ -345,5 +345,25 @@ TEST_F(AnchorRegistryTest, RotationToARootWithoutTheAnchorKeysRevokesTheirAnchor
   EXPECT_TRUE(registry->register_anchor(auth.envelope(version(5), new_anchor)).ok()) << "the new anchor key signs";
 }
 
+TEST_F(AnchorRegistryTest, ReadOnlyCheckMakesTheRegistryChecksAndWritesNothing) {
+  const std::string d = activate(auth.envelope(version(4), auth.anchor_a));
+  registry.reset();
+  const std::string before = state_bytes();
+  AnchorRegistryConfig c = config();
+  c.read_only = true;
+  auto ro = AnchorRegistry::open(c);
+  ASSERT_TRUE(ro.ok()) << ro.error().message;
+  EXPECT_EQ((*ro)->check_anchor(auth.envelope(version(3), auth.anchor_a)).error().code, anchor_codes::kRollback);
+  auto fresh = (*ro)->check_anchor(auth.envelope(version(5), auth.anchor_a));
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  EXPECT_FALSE((*ro)->get(fresh->digest)) << "a check registers nothing";
+  EXPECT_EQ((*ro)->check_anchor(auth.envelope(version(4), auth.anchor_a))->digest, d);
+  EXPECT_FALSE((*ro)->mark_inactive(d).ok()) << "read-only: no write";
+  EXPECT_EQ(state_bytes(), before);
+  c.state_dir = (dir / "no-such-state").string();
+  EXPECT_FALSE(AnchorRegistry::open(c).ok());
+  EXPECT_FALSE(fs::exists(dir / "no-such-state"));
+}
+
 }  // namespace
 }  // namespace pagoda
