@@ -13,6 +13,10 @@
 #include <cstdio>
 
 #include "cmd_bench_serve.h"
+#include "anchor/anchor_payload.h"
+#include "anchor/dsse_envelope.h"
+#include "anchor_setup.h"
+#include "util/atomic_file.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
@@ -37,6 +41,8 @@ struct BenchOptions {
   int64_t cached_prefix = 0;
   std::string attention = "fused";
   EngineFlags engine;
+  std::string anchor_trust_root;          // with --anchor: every request starts from the (first) anchor
+  std::vector<std::string> anchor_files;
 };
 
 double median(std::vector<double> v) {
@@ -79,6 +85,27 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
   auto engine = make_engine(m, o);
   if (!engine.ok()) return fail(engine.error().message);
   Engine& e = **engine;
+  // Anchors are verified and pinned by the engine's own thread (activation waits for it); the benchmark then
+  // steps the engine by hand.
+  std::unique_ptr<AnchorService> anchors;
+  std::string anchor_digest;
+  int64_t anchor_tokens = 0;
+  if (!o.anchor_files.empty()) {
+    e.start();
+    auto started = start_anchor_service(AnchorSetup{o.anchor_trust_root, {}, o.anchor_files, 1 << 20}, o.model_path,
+                                        m, e);
+    e.stop();
+    if (!started.ok()) return fail(started.error().message);
+    anchors = std::move(*started);
+    // The first file's anchor (it verified: its digest is that of its payload).
+    auto text = read_small_file(o.anchor_files.front(), kMaxEnvelopeBytes);
+    auto envelope = text.ok() ? parse_dsse_envelope(*text) : Result<DsseEnvelope>(text.error());
+    if (!envelope.ok()) return fail(envelope.error().message);
+    anchor_digest = pagoda::anchor_digest(envelope->payload);
+    auto record = anchors->registry().get(anchor_digest);
+    if (!record) return fail("anchor " + anchor_digest + " is not registered");
+    anchor_tokens = static_cast<int64_t>(record->tokens.size());
+  }
   std::vector<double> prefill_rates, decode_rates;
   Rng rng(1234);
   for (int rep = 0; rep <= o.reps; ++rep) {
@@ -87,6 +114,7 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
     for (int32_t c = 0; c < o.concurrency; ++c) {
       GenerationRequest r;
       r.prompt = random_prompt(rng, o.n_prompt, m.hparams().n_vocab);  // distinct: no prefix-cache hits
+      r.anchor = anchor_digest;  // the anchor's tokens come first, from its pinned blocks
       r.max_tokens = std::max<int64_t>(o.n_gen, 1);
       r.sampling.temperature = 0.0f;
       r.ignore_eos = true;
@@ -118,12 +146,16 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
         {"model", o.model_path},         {"concurrency", o.concurrency}, {"prompt_tokens", o.n_prompt},
         {"gen_tokens", o.n_gen},         {"threads", o.threads},         {"reps", o.reps},
         {"isa", matmul_isa_name()},      {"attention", o.attention},     {"block_size", st.block_size},
-        {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg}};
+        {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg},
+        {"anchor_tokens", anchor_tokens}};
     std::printf("%s\n", json_line(out).c_str());
   } else {
     std::printf("model: %s, concurrency %d, threads: %d, isa: %s, attention: %s, reps: %d\n", o.model_path.c_str(),
                 o.concurrency, o.threads, matmul_isa_name(), o.attention.c_str(), o.reps);
     std::printf("%s\n", e.describe().c_str());
+    if (!anchor_digest.empty())
+      std::printf("anchor %s: %lld tokens before every prompt, from pinned blocks (not in the prefill rate)\n",
+                  anchor_digest.c_str(), static_cast<long long>(anchor_tokens));
     std::printf("prefill %d x pp%lld: %10.1f tok/s (aggregate)\n", o.concurrency, (long long)o.n_prompt, pp);
     std::printf("decode  %d x tg%lld: %10.1f tok/s (aggregate)\n", o.concurrency, (long long)o.n_gen, tg);
   }
@@ -202,6 +234,8 @@ int run(const BenchOptions& o) {
   auto model = Model::load(o.model_path);
   if (!model.ok()) return fail(model.error().message);
   const Model& m = **model;
+  if (!o.anchor_files.empty() && (o.concurrency == 0 || o.anchor_trust_root.empty()))
+    return fail("--anchor needs --concurrency and --anchor-trust-root");
   if (o.concurrency > 0) return run_concurrent(m, o);
   if (o.cached_prefix > 0) return run_prefix_cache(m, o);
   const int64_t n_ctx = o.n_prompt + o.n_gen;
@@ -278,6 +312,12 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->excludes(conc);
   cmd->add_option("--attention", opts->attention, "Engine attention kernel: fused (default) or reference")
       ->check(CLI::IsMember({"fused", "reference"}));
+  cmd->add_option("--anchor-trust-root", opts->anchor_trust_root, "With --anchor: the trust root (see `serve`)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--anchor", opts->anchor_files,
+                  "With --concurrency: verify and activate these anchors first (repeatable); every request starts "
+                  "from the first one")
+      ->check(CLI::ExistingFile);
   add_engine_flags(*cmd, opts->engine);
   add_bench_serve_command(*cmd, action);
   cmd->callback([opts, cmd, &action] {

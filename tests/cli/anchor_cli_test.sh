@@ -216,4 +216,20 @@ EOF
   fi
 fi
 
+# --- batch and bench start from an anchor given with --anchor
+anchor_ids=$(timeout 60 "$pagoda" tokenize "$model" -p "$text" --no-special --format json | tail -n 1 | sed 's/.*\[\(.*\)\].*/\1/')
+printf '{"id": "a", "prompt_ids": [1, 410, 385], "anchor": "%s", "max_tokens": 8, "temperature": 0}\n' "$digest" >"$tmp/in.jsonl"
+printf '{"id": "p", "prompt_ids": [1, %s, 410, 385], "max_tokens": 8, "temperature": 0}\n' "$anchor_ids" >>"$tmp/in.jsonl"
+printf '{"id": "u", "prompt": "x", "anchor": "%s"}\n' "$(printf 'f%.0s' $(seq 64))" >>"$tmp/in.jsonl"
+timeout 120 "$pagoda" batch "$model" --input "$tmp/in.jsonl" --output "$tmp/out.jsonl" --kv-cache-mem 16MiB \
+  --anchor-trust-root "$tmp/root.json" --anchor "$tmp/anchor.json" 2>"$tmp/err" && ok || bad "batch --anchor: $(cat "$tmp/err")"
+ids_a=$(sed -n 1p "$tmp/out.jsonl" | grep -o '"ids":\[[0-9,]*\]')
+ids_p=$(sed -n 2p "$tmp/out.jsonl" | grep -o '"ids":\[[0-9,]*\]')
+[ -n "$ids_a" ] && [ "$ids_a" = "$ids_p" ] && ok || bad "batch: anchored $ids_a differs from plain $ids_p"
+sed -n 3p "$tmp/out.jsonl" | grep -q 'anchor_not_found' && ok || bad "batch: unknown anchor: $(sed -n 3p "$tmp/out.jsonl")"
+bench=$(timeout 120 "$pagoda" bench "$model" --concurrency 2 -p 8 -n 4 -r 1 --kv-cache-mem 16MiB --format json \
+  --anchor-trust-root "$tmp/root.json" --anchor "$tmp/anchor.json" 2>"$tmp/err" | tail -n 1)
+echo "$bench" | grep -qE '"anchor_tokens":[1-9]' && ok || bad "bench --anchor: $bench $(cat "$tmp/err")"
+expect_error "bench --anchor without --concurrency" "needs --concurrency" -- bench "$model" --anchor "$tmp/anchor.json"
+
 finish_tests
