@@ -146,8 +146,8 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
         {"model", o.model_path},         {"concurrency", o.concurrency}, {"prompt_tokens", o.n_prompt},
         {"gen_tokens", o.n_gen},         {"threads", o.threads},         {"reps", o.reps},
         {"isa", matmul_isa_name()},      {"attention", o.attention},     {"block_size", st.block_size},
-        {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg},
-        {"anchor_tokens", anchor_tokens}};
+        {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg}};
+    if (!anchor_digest.empty()) out["anchor_tokens"] = anchor_tokens;  // only with --anchor: the format is unchanged
     std::printf("%s\n", json_line(out).c_str());
   } else {
     std::printf("model: %s, concurrency %d, threads: %d, isa: %s, attention: %s, reps: %d\n", o.model_path.c_str(),
