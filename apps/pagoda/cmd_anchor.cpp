@@ -41,6 +41,19 @@ constexpr size_t kMaxInputFile = size_t{1} << 20;  // roots and envelopes: parse
 constexpr const char* kRoleNames[] = {"root", "anchor", "revocation"};
 constexpr const char* kDateHelp = "YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC), or +N[dhms] from now";
 
+// --issued (default now) and --expires as Unix seconds, issued before expires.
+Result<std::pair<uint64_t, uint64_t>> validity_window(const std::optional<std::string>& issued_text,
+                                                     const std::string& expires_text, uint64_t now) {
+  auto expires = parse_date(expires_text, now, "--expires");
+  if (!expires.ok()) return expires.error();
+  auto issued = issued_text ? parse_date(*issued_text, now, "--issued") : Result<uint64_t>(now);
+  if (!issued.ok()) return issued.error();
+  if (*issued >= *expires)
+    return make_error("--issued (" + std::to_string(*issued) + ") must be before --expires (" +
+                      std::to_string(*expires) + ")");
+  return std::make_pair(*issued, *expires);
+}
+
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -209,15 +222,11 @@ int sign(const SignOptions& o) {
         {"--scope", p.scope, 128},
         {o.text ? "--text" : "--text-file", p.text, kMaxAnchorTextBytes}})
     if (Status st = check_length(flag, value, max); !st.ok()) return fail_with(st.error());
-  auto expires = parse_date(o.expires, now, "--expires");
-  if (!expires.ok()) return fail_with(expires.error());
-  auto issued = o.issued ? parse_date(*o.issued, now, "--issued") : Result<uint64_t>(now);
-  if (!issued.ok()) return fail_with(issued.error());
-  if (*issued >= *expires)
-    return fail("--issued (" + std::to_string(*issued) + ") must be before --expires (" + std::to_string(*expires) +
-                ")");
-  p.issued = *issued;
-  p.expires = *expires;
+  auto window = validity_window(o.issued, o.expires, now);
+  if (!window.ok()) return fail_with(window.error());
+  const auto [issued, expires] = *window;
+  p.issued = issued;
+  p.expires = expires;
   auto keys = read_signing_keys(o.keys, "--key");
   if (!keys.ok()) return fail_with(keys.error());
   auto model = hash_model_file(o.model);
@@ -388,13 +397,9 @@ struct RevokeOptions {
 int revoke(const RevokeOptions& o) {
   const uint64_t now = unix_now();
   if (o.version < 1) return fail("--version must be at least 1");
-  auto expires = parse_date(o.expires, now, "--expires");
-  if (!expires.ok()) return fail_with(expires.error());
-  auto issued = o.issued ? parse_date(*o.issued, now, "--issued") : Result<uint64_t>(now);
-  if (!issued.ok()) return fail_with(issued.error());
-  if (*issued >= *expires)
-    return fail("--issued (" + std::to_string(*issued) + ") must be before --expires (" + std::to_string(*expires) +
-                ")");
+  auto window = validity_window(o.issued, o.expires, now);
+  if (!window.ok()) return fail_with(window.error());
+  const auto [issued, expires] = *window;
   // Sets: each list sorted and without repeats, so that one statement has one encoding.
   std::set<std::string> digests, lineages, keyids;
   for (const std::string& d : o.digests) {
@@ -425,8 +430,8 @@ int revoke(const RevokeOptions& o) {
   auto entry = [](const char* key, CborValue value) { return std::make_pair(CborValue::text(key), std::move(value)); };
   const std::string payload = encode_cbor(
       CborValue::map({entry("v", CborValue::unsigned_int(1)), entry("version", CborValue::unsigned_int(o.version)),
-                      entry("issued", CborValue::unsigned_int(*issued)),
-                      entry("expires", CborValue::unsigned_int(*expires)), entry("digests", list(digests, true)),
+                      entry("issued", CborValue::unsigned_int(issued)),
+                      entry("expires", CborValue::unsigned_int(expires)), entry("digests", list(digests, true)),
                       entry("lineages", list(lineages, false)), entry("keyids", list(keyids, false))}));
   // Read it back as a verifier would (catches a --lineage that is not UTF-8).
   if (auto back = decode_revocation_payload(payload); !back.ok())
