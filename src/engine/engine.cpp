@@ -234,7 +234,10 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   }
   if (!error.empty()) return fail_request(std::move(rs), error);
 
-  rs->ns = CacheNamespace{.model_id = config_.model_id, .tenant = r.tenant, .cache_salt = r.cache_salt, .anchor_digest = r.anchor};
+  rs->ns = CacheNamespace{.model_id = config_.model_id,
+                          .tenant = r.tenant,
+                          .cache_salt = r.cache_salt,
+                          .anchor_digest = anchor ? anchor->cache_scope : std::string()};
   rs->arrival = next_arrival_++;
   rs->base_seed = r.seed ? *r.seed : seed_rng_.next_u64();
   rs->open = std::max(r.n, 1);
@@ -246,6 +249,8 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
     seq->tokens.insert(seq->tokens.end(), r.prompt.begin(), r.prompt.end());
     seq->prefix = anchor->seq;
     rs->anchor = r.anchor;
+    rs->anchor_len = static_cast<int32_t>(anchor_len);
+    rs->anchor_hidden_layers = anchor->hidden_layers;
     ++anchors_.at(r.anchor).users;
   } else {
     seq->tokens = r.prompt;
@@ -312,6 +317,14 @@ Status Engine::forward_batch_buffers(int32_t max_blocks) {
   batch.block_table = b_table_;
   batch.max_blocks = max_blocks;
   batch.logit_rows = b_logit_rows_;
+  batch.hidden_prefix = b_hidden_prefix_;
+  batch.hidden_prefix_layers = b_hidden_layers_;
+  if (!b_probe_prefix_.empty()) {
+    const ModelHParams& hp = model_.hparams();
+    b_probe_mass_.resize(static_cast<size_t>(hp.n_layer * hp.n_head) * b_tokens_.size());
+    batch.probe_prefix = b_probe_prefix_;
+    batch.probe_mass = b_probe_mass_.data();
+  }
   return llama_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
 }
 
@@ -364,12 +377,14 @@ void Engine::run_batch(const SchedulerStep& sched) {
     }
     if (first < s.prompt_len) prompt_tokens_computed_ += std::min<int64_t>(c.num_tokens, s.prompt_len - first);
   }
+  build_anchor_seams(sched);
   Status st = forward_batch_buffers(max_blocks);
   if (!st.ok()) {
     for (const ScheduledChunk& c : sched.chunks)
       if (c.seq->state != Sequence::State::kFinished) finish(*c.seq, FinishReason::kError, st.error().message);
     return;
   }
+  accumulate_anchor_attention(sched);
   for (const ScheduledChunk& c : sched.chunks) {
     c.seq->num_computed += c.num_tokens;
     blocks_->mark_computed(c.seq->id, c.seq->num_computed);

@@ -17,6 +17,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +51,10 @@ struct EngineConfig {
   bool enable_prefix_caching = true;
   bool prefault_kv = false;  // make the whole KV pool resident at creation (servers: flat memory while serving)
   double anchor_max_pinned_frac = 0.25;  // pinned anchor blocks may take at most this share of the pool
+  // The instrumented attention path (off by default): for requests that start from an anchor, measure each query's
+  // attention mass on the anchor's keys per layer and head (Engine::anchor_attention). Costs one more pass over
+  // the keys per layer; never changes a token or a logit.
+  bool probe_anchor_attention = false;
   Clock* clock = nullptr;  // LRU clock; nullptr: a steady clock
 };
 
@@ -60,6 +65,23 @@ struct AnchorActivation {
   int32_t tokens = 0;
   int32_t blocks = 0;        // pinned blocks (the last one may be partial)
   double prefill_seconds = 0;  // 0 when it was already active
+};
+
+// How the engine serves an anchor's K/V; the default is the anchor visible to every layer like any prefix.
+struct AnchorServing {
+  // [n_layer] 1 where the anchor's keys are visible to the layer, 0 where that layer's attention skips them (the
+  // seed's "visible to selected layers" variant, for the anchor benchmark). Empty: every layer. Requests' own
+  // blocks computed under a mask are cached apart from those computed without it.
+  std::vector<uint8_t> visible_layers;
+};
+
+// What the instrumented attention path measured for one anchor: the mean share of attention on its keys.
+struct AnchorAttention {
+  int32_t n_layer = 0, n_head = 0;
+  int64_t prompt_queries = 0;     // prompt tokens (after the anchor) measured; recomputed ones count again
+  int64_t generated_queries = 0;  // generated tokens measured (each as the query of the step that feeds it back)
+  std::vector<double> prompt_mass;     // [n_layer, n_head] mean mass on the anchor's keys over prompt queries
+  std::vector<double> generated_mass;  // [n_layer, n_head] the same over generated-token queries
 };
 
 struct EngineStats {
@@ -87,6 +109,8 @@ struct RequestState {
   int32_t open = 0;   // choices not finished
   int32_t choice_offset = 0;  // added to every event's index: this request's choices within a shared stream
   std::string anchor;         // digest of the pinned anchor its sequences start from; empty: none
+  int32_t anchor_len = 0;     // that anchor's tokens (the start of every sequence's tokens)
+  std::shared_ptr<const std::vector<uint8_t>> anchor_hidden_layers;  // [n_layer] 1: hidden there; null: none
   std::vector<std::unique_ptr<Sequence>> seqs;
 };
 
@@ -108,12 +132,18 @@ class Engine {
   // Thread-safe. At its next step the engine prefills `tokens` once into pinned blocks held under `digest` (again
   // for a digest already active: nothing, and the same answer). Errors: code "anchor_pool_full" when pinned
   // anchors would exceed anchor_max_pinned_frac of the pool, or the pool has no room now.
-  std::future<Result<AnchorActivation>> activate_anchor(std::string digest, std::vector<int32_t> tokens);
+  // `serving` (off by default) hides the anchor from chosen layers; activating an active digest with another
+  // layer mask is an error (code "anchor_conflict").
+  std::future<Result<AnchorActivation>> activate_anchor(std::string digest, std::vector<int32_t> tokens,
+                                                        AnchorServing serving = {});
   // Thread-safe; both take effect at the next step boundary. Deactivation takes no new requests and unpins the
   // blocks once the requests using them have finished. Revocation also ends those requests now, with
   // FinishReason::kAnchorRevoked, so no later step attends to the anchor.
   void deactivate_anchor(const std::string& digest);
   void revoke_anchor(const std::string& digest);
+  // Thread-safe. With EngineConfig::probe_anchor_attention: what has been measured for the anchor so far (kept
+  // after it is unpinned); nullopt when nothing was.
+  std::optional<AnchorAttention> anchor_attention(const std::string& digest) const;
 
   // Runs steps on a background thread until stop() (or destruction).
   void start();
@@ -158,6 +188,8 @@ class Engine {
   struct PinnedAnchor {
     SeqId seq;
     std::vector<int32_t> tokens;
+    std::shared_ptr<const std::vector<uint8_t>> hidden_layers;  // [n_layer] 1: hidden from that layer; null: none
+    std::string cache_scope;  // the requests' prefix-cache namespace: the digest, plus the mask when there is one
     int32_t blocks = 0;
     int64_t users = 0;       // requests admitted with it and not yet released
     bool accepting = true;   // false once deactivated or revoked: freed when users reach 0
@@ -167,11 +199,17 @@ class Engine {
     Kind kind = Kind::kActivate;
     std::string digest;
     std::vector<int32_t> tokens;
+    AnchorServing serving;
     std::shared_ptr<std::promise<Result<AnchorActivation>>> done;
   };
   void push_anchor_command(AnchorCommand command);
   void process_anchor_commands();
-  Result<AnchorActivation> pin_anchor(const std::string& digest, const std::vector<int32_t>& tokens);
+  Result<AnchorActivation> pin_anchor(const std::string& digest, const std::vector<int32_t>& tokens,
+                                      const AnchorServing& serving);
+  // The step's per-sequence layer mask and probe inputs (b_hidden_*, b_probe_prefix_), empty when unused.
+  void build_anchor_seams(const SchedulerStep& sched);
+  // Adds the probe's masses of this step (before num_computed moves) to anchor_attention_.
+  void accumulate_anchor_attention(const SchedulerStep& sched);
   // Admission of a request naming an anchor: the anchor's tokens, its sequence, or an error.
   Result<const PinnedAnchor*> anchor_for(const std::string& digest) const;
   void release_anchor_user(const std::string& digest);
@@ -205,6 +243,9 @@ class Engine {
   // Batch buffers, reused every step.
   std::vector<int32_t> b_tokens_, b_positions_, b_cu_, b_kv_lens_, b_table_, b_logit_rows_;
   std::vector<int64_t> b_slots_;
+  std::vector<int32_t> b_hidden_prefix_, b_probe_prefix_;  // [num_seqs] (layer mask, probe); empty: off
+  std::vector<uint8_t> b_hidden_layers_;                   // [num_seqs, n_layer]
+  std::vector<float> b_probe_mass_;                        // [n_layer, num_tokens, n_heads]
   std::vector<Sequence*> b_logit_seqs_;
 
   mutable std::mutex mu_;  // guards inbox_, wake_pending_, stop_, stats_
@@ -214,6 +255,7 @@ class Engine {
   bool wake_pending_ = false;
   bool stop_ = false;
   EngineStats stats_;
+  std::unordered_map<std::string, AnchorAttention> anchor_attention_;  // sums until read (guarded by mu_)
   std::thread thread_;
 };
 

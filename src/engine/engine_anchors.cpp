@@ -9,11 +9,13 @@
 
 namespace pagoda {
 
-std::future<Result<AnchorActivation>> Engine::activate_anchor(std::string digest, std::vector<int32_t> tokens) {
+std::future<Result<AnchorActivation>> Engine::activate_anchor(std::string digest, std::vector<int32_t> tokens,
+                                                              AnchorServing serving) {
   AnchorCommand c;
   c.kind = AnchorCommand::Kind::kActivate;
   c.digest = std::move(digest);
   c.tokens = std::move(tokens);
+  c.serving = std::move(serving);
   c.done = std::make_shared<std::promise<Result<AnchorActivation>>>();
   auto future = c.done->get_future();
   push_anchor_command(std::move(c));
@@ -21,11 +23,11 @@ std::future<Result<AnchorActivation>> Engine::activate_anchor(std::string digest
 }
 
 void Engine::deactivate_anchor(const std::string& digest) {
-  push_anchor_command(AnchorCommand{AnchorCommand::Kind::kDeactivate, digest, {}, nullptr});
+  push_anchor_command(AnchorCommand{AnchorCommand::Kind::kDeactivate, digest, {}, {}, nullptr});
 }
 
 void Engine::revoke_anchor(const std::string& digest) {
-  push_anchor_command(AnchorCommand{AnchorCommand::Kind::kRevoke, digest, {}, nullptr});
+  push_anchor_command(AnchorCommand{AnchorCommand::Kind::kRevoke, digest, {}, {}, nullptr});
 }
 
 void Engine::push_anchor_command(AnchorCommand command) {
@@ -46,7 +48,7 @@ void Engine::process_anchor_commands() {
   for (AnchorCommand& c : commands) {
     switch (c.kind) {
       case AnchorCommand::Kind::kActivate:
-        c.done->set_value(pin_anchor(c.digest, c.tokens));
+        c.done->set_value(pin_anchor(c.digest, c.tokens, c.serving));
         break;
       case AnchorCommand::Kind::kRevoke:
         // Every request that started from the anchor ends now: none of them runs another step with it.
@@ -63,8 +65,43 @@ void Engine::process_anchor_commands() {
   release_finished_requests();
 }
 
-Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std::vector<int32_t>& tokens) {
+namespace {
+
+// The layers an anchor is hidden from, or null when it is visible to all of them; an error names a bad mask.
+Result<std::shared_ptr<const std::vector<uint8_t>>> hidden_layers_of(const AnchorServing& serving, int64_t n_layer) {
+  if (serving.visible_layers.empty()) return std::shared_ptr<const std::vector<uint8_t>>();
+  if (static_cast<int64_t>(serving.visible_layers.size()) != n_layer)
+    return make_coded_error("bad_field", "the anchor's layer mask has " + std::to_string(serving.visible_layers.size()) +
+                                             " entries; the model has " + std::to_string(n_layer) + " layers");
+  auto hidden = std::make_shared<std::vector<uint8_t>>(n_layer);
+  bool any = false;
+  for (int64_t l = 0; l < n_layer; ++l) {
+    (*hidden)[l] = serving.visible_layers[l] == 0 ? 1 : 0;
+    any = any || (*hidden)[l];
+  }
+  if (!any) return std::shared_ptr<const std::vector<uint8_t>>();  // visible everywhere: the default
+  return std::shared_ptr<const std::vector<uint8_t>>(std::move(hidden));
+}
+
+// "layers 10101": 1 where the anchor is visible.
+std::string mask_text(const std::shared_ptr<const std::vector<uint8_t>>& hidden) {
+  if (!hidden) return "all layers";
+  std::string visible;
+  for (size_t l = 0; l < hidden->size(); ++l) visible += (*hidden)[l] ? '0' : '1';
+  return "layers " + visible;
+}
+
+}  // namespace
+
+Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std::vector<int32_t>& tokens,
+                                            const AnchorServing& serving) {
+  auto hidden = hidden_layers_of(serving, model_.hparams().n_layer);
+  if (!hidden.ok()) return hidden.error();
   if (auto it = anchors_.find(digest); it != anchors_.end()) {
+    const auto& have = it->second.hidden_layers;
+    if ((have == nullptr) != (*hidden == nullptr) || (have && *have != **hidden))
+      return make_coded_error("anchor_conflict", "anchor " + digest + " is active with visibility " +
+                                                     mask_text(have) + ", not " + mask_text(*hidden));
     it->second.accepting = true;  // activated again after a deactivation whose users are still running
     return AnchorActivation{static_cast<int32_t>(it->second.tokens.size()), it->second.blocks, 0.0};
   }
@@ -107,6 +144,8 @@ Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std
     b_cu_.assign({0, static_cast<int32_t>(n)});
     b_kv_lens_.assign({static_cast<int32_t>(first + n)});
     b_logit_rows_.clear();
+    b_hidden_prefix_.clear();  // the anchor itself sees all its own keys, in every layer
+    b_probe_prefix_.clear();
     if (Status st = forward_batch_buffers(static_cast<int32_t>(handles.size())); !st.ok()) {
       blocks_->free(seq);
       return make_coded_error("activation_failed", "the anchor's prefill failed: " + st.error().message);
@@ -118,6 +157,9 @@ Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std
   pinned.seq = seq;
   pinned.tokens = tokens;
   pinned.blocks = needed;
+  pinned.hidden_layers = *hidden;
+  // Requests' blocks computed with the anchor hidden from some layers hold other K/V than those computed without.
+  pinned.cache_scope = *hidden ? digest + "|visible " + mask_text(*hidden) : digest;
   anchors_.emplace(digest, std::move(pinned));
   pinned_anchor_blocks_ += needed;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -146,6 +188,64 @@ void Engine::unpin_unused_anchors() {
     pinned_anchor_blocks_ -= it->second.blocks;
     it = anchors_.erase(it);
   }
+}
+
+void Engine::build_anchor_seams(const SchedulerStep& sched) {
+  b_hidden_prefix_.clear();
+  b_hidden_layers_.clear();
+  b_probe_prefix_.clear();
+  const int64_t n_layer = model_.hparams().n_layer;
+  bool masked = false;
+  for (const ScheduledChunk& c : sched.chunks) masked = masked || c.seq->request->anchor_hidden_layers != nullptr;
+  if (masked) {
+    for (const ScheduledChunk& c : sched.chunks) {
+      const RequestState& rs = *c.seq->request;
+      b_hidden_prefix_.push_back(rs.anchor_hidden_layers ? rs.anchor_len : 0);
+      if (rs.anchor_hidden_layers)
+        b_hidden_layers_.insert(b_hidden_layers_.end(), rs.anchor_hidden_layers->begin(), rs.anchor_hidden_layers->end());
+      else
+        b_hidden_layers_.insert(b_hidden_layers_.end(), n_layer, 0);
+    }
+  }
+  if (config_.probe_anchor_attention)
+    for (const ScheduledChunk& c : sched.chunks) b_probe_prefix_.push_back(c.seq->request->anchor_len);
+}
+
+void Engine::accumulate_anchor_attention(const SchedulerStep& sched) {
+  if (!config_.probe_anchor_attention) return;
+  const int64_t L = model_.hparams().n_layer, H = model_.hparams().n_head;
+  const int64_t T = static_cast<int64_t>(b_tokens_.size());
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < sched.chunks.size(); ++i) {
+    const Sequence& s = *sched.chunks[i].seq;
+    const RequestState& rs = *s.request;
+    if (rs.anchor.empty()) continue;
+    AnchorAttention& a = anchor_attention_[rs.anchor];
+    if (a.prompt_mass.empty()) {
+      a.n_layer = static_cast<int32_t>(L);
+      a.n_head = static_cast<int32_t>(H);
+      a.prompt_mass.assign(L * H, 0.0);
+      a.generated_mass.assign(L * H, 0.0);
+    }
+    for (int32_t row = b_cu_[i]; row < b_cu_[i + 1]; ++row) {
+      const int64_t position = s.num_computed + (row - b_cu_[i]);
+      const bool generated = position >= s.prompt_len;
+      std::vector<double>& sums = generated ? a.generated_mass : a.prompt_mass;
+      ++(generated ? a.generated_queries : a.prompt_queries);
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t h = 0; h < H; ++h) sums[l * H + h] += b_probe_mass_[(l * T + row) * H + h];
+    }
+  }
+}
+
+std::optional<AnchorAttention> Engine::anchor_attention(const std::string& digest) const {
+  std::lock_guard lock(mu_);
+  auto it = anchor_attention_.find(digest);
+  if (it == anchor_attention_.end()) return std::nullopt;
+  AnchorAttention mean = it->second;  // sums -> means
+  for (double& m : mean.prompt_mass) m = mean.prompt_queries ? m / mean.prompt_queries : 0.0;
+  for (double& m : mean.generated_mass) m = mean.generated_queries ? m / mean.generated_queries : 0.0;
+  return mean;
 }
 
 }  // namespace pagoda

@@ -27,6 +27,16 @@ struct ForwardBatch {
   std::span<const int32_t> block_table;   // [num_seqs, max_blocks] physical block ids, right-padded
   int32_t max_blocks = 0;
   std::span<const int32_t> logit_rows;  // token rows whose logits are wanted, ascending
+
+  // Per-anchor layer mask (off when empty): in layer l, sequence s attends from its key hidden_prefix[s] on where
+  // hidden_prefix_layers[s * n_layer + l] != 0 (its anchor is not visible to that layer), from key 0 elsewhere.
+  // hidden_prefix[s] <= the position of the sequence's first query token in this step.
+  std::span<const int32_t> hidden_prefix;         // [num_seqs]
+  std::span<const uint8_t> hidden_prefix_layers;  // [num_seqs, n_layer]
+  // The instrumented attention path (off when probe_mass is null): per layer, each query's attention mass on the
+  // first probe_prefix[s] keys of its sequence (kernels/cpu/attention_probe.h). Never changes tokens or logits.
+  std::span<const int32_t> probe_prefix;  // [num_seqs]
+  float* probe_mass = nullptr;            // [n_layer, num_tokens, n_heads]
 };
 
 // Which attention implementation the forward uses: the fused paged kernel (default), or the reference that

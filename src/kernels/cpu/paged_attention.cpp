@@ -21,17 +21,20 @@ void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool) {
   attention_impl::for_each_job(a, pool, [&](const Job& job) {
     thread_local std::vector<float> k, v, scores;
     const int32_t kvh = job.head / group;
-    // Gather this sequence's keys and values for the head into contiguous buffers.
-    k.resize(static_cast<size_t>(job.n_keys) * a.head_dim);
+    // Gather the keys and values this query attends to (logical keys key_begin .. n_keys - 1 of its sequence,
+    // for its kv head) into contiguous buffers.
+    const int32_t n = job.n_keys - job.key_begin;
+    k.resize(static_cast<size_t>(n) * a.head_dim);
     v.resize(k.size());
-    for (int32_t p = 0; p < job.n_keys; ++p) {
-      std::memcpy(&k[static_cast<size_t>(p) * a.head_dim], kv_row(a, a.k_cache, job.seq, p, kvh), a.head_dim * 4);
-      std::memcpy(&v[static_cast<size_t>(p) * a.head_dim], kv_row(a, a.v_cache, job.seq, p, kvh), a.head_dim * 4);
+    for (int32_t p = 0; p < n; ++p) {
+      const int32_t key = job.key_begin + p;
+      std::memcpy(&k[static_cast<size_t>(p) * a.head_dim], kv_row(a, a.k_cache, job.seq, key, kvh), a.head_dim * 4);
+      std::memcpy(&v[static_cast<size_t>(p) * a.head_dim], kv_row(a, a.v_cache, job.seq, key, kvh), a.head_dim * 4);
     }
     const float* q = a.q + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * a.head_dim;
-    scores.resize(job.n_keys);
+    scores.resize(n);
     double max_score = -INFINITY;
-    for (int32_t p = 0; p < job.n_keys; ++p) {
+    for (int32_t p = 0; p < n; ++p) {
       double s = 0.0;
       for (int32_t d = 0; d < a.head_dim; ++d)
         s += static_cast<double>(q[d]) * k[static_cast<size_t>(p) * a.head_dim + d];
@@ -39,12 +42,12 @@ void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool) {
       max_score = std::max(max_score, static_cast<double>(scores[p]));
     }
     double sum = 0.0;
-    std::vector<double> weights(job.n_keys);
-    for (int32_t p = 0; p < job.n_keys; ++p) sum += weights[p] = std::exp(scores[p] - max_score);
+    std::vector<double> weights(n);
+    for (int32_t p = 0; p < n; ++p) sum += weights[p] = std::exp(scores[p] - max_score);
     float* out = a.out + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * a.head_dim;
     for (int32_t d = 0; d < a.head_dim; ++d) {
       double acc = 0.0;
-      for (int32_t p = 0; p < job.n_keys; ++p) acc += weights[p] * v[static_cast<size_t>(p) * a.head_dim + d];
+      for (int32_t p = 0; p < n; ++p) acc += weights[p] * v[static_cast<size_t>(p) * a.head_dim + d];
       out[d] = static_cast<float>(acc / sum);
     }
   });

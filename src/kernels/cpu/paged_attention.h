@@ -4,13 +4,17 @@
 //   cu_seqlens_q [num_seqs + 1]  prefix sums of the query lengths (starts at 0)
 //   seq_lens_kv  [num_seqs]      tokens of K/V per sequence, this step's included
 //   block_table  [num_seqs, max_blocks] int32, right-padded
-// Query token q of sequence s attends to keys 0 .. seq_lens_kv[s] - q_len[s] + q of sequence s only.
+// Query token q of sequence s attends to keys kv_begin[s] .. seq_lens_kv[s] - q_len[s] + q of sequence s only
+// (kv_begin: nullptr means 0 for every sequence; it is the seam of per-anchor layer masks, where a layer that does
+// not see a sequence's anchor starts its keys after the anchor; 0 <= kv_begin[s] <= seq_lens_kv[s] - q_len[s], so
+// every query sees at least its own key).
 //
 // Two implementations: a reference (gathers each sequence's K/V into a contiguous buffer, plain softmax) and the
 // fused kernel (reads K/V in place through the block table, online softmax). The fused kernel's arithmetic is
 // independent of the block size and of whatever else is in the batch: keys are visited in logical order, in
-// tiles of kKeyTile logical positions (not physical blocks), so its results are bitwise reproducible across
-// block sizes, batch compositions and thread counts.
+// tiles of kKeyTile logical positions (not physical blocks) counted from kv_begin, so its results are bitwise
+// reproducible across block sizes, batch compositions and thread counts, and a query with kv_begin = b gives the
+// bits of the same query over a sequence holding only keys b.. .
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,7 @@ struct PagedAttentionArgs {
   const int32_t* cu_seqlens_q = nullptr;  // [num_seqs + 1]
   const int32_t* seq_lens_kv = nullptr;   // [num_seqs]
   const int32_t* block_table = nullptr;   // [num_seqs, max_blocks]
+  const int32_t* kv_begin = nullptr;      // [num_seqs] first logical key attended to; nullptr: 0
   float* out = nullptr;                   // [num_tokens, n_heads, head_dim]
   int32_t num_seqs = 0;
   int32_t max_blocks = 0;  // row stride of block_table

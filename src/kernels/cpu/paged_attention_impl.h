@@ -26,17 +26,20 @@ constexpr int kMaxHeadVecs = 16;  // head_dim <= 256
 
 struct Job {
   int32_t seq;
-  int32_t token;   // row in q / out
-  int32_t n_keys;  // keys this query attends to
+  int32_t token;     // row in q / out
+  int32_t n_keys;    // the query attends to logical keys [key_begin, n_keys)
   int32_t head;
+  int32_t key_begin;
 };
 
 inline void collect_jobs(const PagedAttentionArgs& a, std::vector<Job>& jobs) {
   jobs.clear();
   for (int32_t s = 0; s < a.num_seqs; ++s) {
     const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
+    const int32_t key_begin = a.kv_begin ? a.kv_begin[s] : 0;
     for (int32_t i = 0; i < q_len; ++i)
-      for (int32_t h = 0; h < a.n_heads; ++h) jobs.push_back({s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h});
+      for (int32_t h = 0; h < a.n_heads; ++h)
+        jobs.push_back({s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h, key_begin});
   }
 }
 
@@ -91,8 +94,9 @@ void run_job(const PagedAttentionArgs& a, const Job& job) {
   const int32_t* table = a.block_table + static_cast<int64_t>(job.seq) * a.max_blocks;
   const int64_t row_stride = static_cast<int64_t>(a.n_kv_heads) * D;  // floats from one slot to the next
   const int64_t head_offset = static_cast<int64_t>(kvh) * D;
-  int32_t block_index = 0, offset = 0;  // logical position t0 + i = block_index * block_size + offset
-  for (int32_t t0 = 0; t0 < job.n_keys; t0 += kKeyTile) {
+  // Logical position t0 + i = block_index * block_size + offset; tiles count from the first key attended to.
+  int32_t block_index = job.key_begin / a.block_size, offset = job.key_begin % a.block_size;
+  for (int32_t t0 = job.key_begin; t0 < job.n_keys; t0 += kKeyTile) {
     const int32_t n = std::min(kKeyTile, job.n_keys - t0);
     // Row addresses of this tile, walking the block table (no division per key).
     for (int32_t i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/activations.h"
+#include "kernels/cpu/attention_probe.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
@@ -50,6 +51,21 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
   }
   for (int32_t row : batch.logit_rows)
     if (row < 0 || row >= T) return make_error("forward batch: logit row out of range");
+  const bool layer_mask = !batch.hidden_prefix.empty();
+  if (layer_mask) {
+    if (batch.hidden_prefix.size() != static_cast<size_t>(num_seqs) ||
+        batch.hidden_prefix_layers.size() != static_cast<size_t>(num_seqs) * hp.n_layer)
+      return make_error("forward batch: the layer mask needs one prefix per sequence and one flag per layer");
+    for (int32_t s = 0; s < num_seqs; ++s) {
+      const int32_t first_query = batch.seq_lens_kv[s] - (batch.cu_seqlens_q[s + 1] - batch.cu_seqlens_q[s]);
+      if (batch.hidden_prefix[s] < 0 || batch.hidden_prefix[s] > first_query)
+        return make_error("forward batch: sequence " + std::to_string(s) + " hides " +
+                          std::to_string(batch.hidden_prefix[s]) + " keys, more than precede its first query (" +
+                          std::to_string(first_query) + ")");
+    }
+  }
+  if (batch.probe_mass != nullptr && batch.probe_prefix.size() != static_cast<size_t>(num_seqs))
+    return make_error("forward batch: the attention probe needs one prefix length per sequence");
   {
     // The scratch buffers grow with the batch: refuse sizes the machine cannot hold rather than abort.
     const uint64_t per_token = 3 * hp.n_embd + 2 * hp.q_dim() + 2 * hp.kv_dim() + 2 * hp.n_ff;
@@ -58,6 +74,7 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
     if (!bytes.ok()) return bytes.error();
   }
   ws.reserve(hp, T);
+  if (layer_mask) ws.kv_begin.resize(num_seqs);
   const int64_t E = hp.n_embd, QD = hp.q_dim(), KVD = hp.kv_dim();
 
   PagedAttentionArgs args;
@@ -97,6 +114,18 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
     }
     args.k_cache = k_layer;
     args.v_cache = v_layer;
+    args.kv_begin = nullptr;  // every sequence sees all its keys, unless the layer mask hides a prefix here
+    if (layer_mask) {
+      bool any = false;
+      for (int32_t s = 0; s < num_seqs; ++s) {
+        const bool hidden = batch.hidden_prefix_layers[static_cast<size_t>(s) * hp.n_layer + il] != 0;
+        ws.kv_begin[s] = hidden ? batch.hidden_prefix[s] : 0;
+        any = any || ws.kv_begin[s] != 0;
+      }
+      if (any) args.kv_begin = ws.kv_begin.data();
+    }
+    if (batch.probe_mass != nullptr)
+      attention_prefix_mass(args, batch.probe_prefix.data(), batch.probe_mass + il * T * hp.n_head, pool);
     if (impl == AttentionImpl::kFused)
       paged_attention(args, pool);
     else

@@ -27,6 +27,7 @@ struct LlamaWorkspace {
   std::vector<int32_t> positions;   // [T] (single-sequence wrapper)
   std::vector<int64_t> slots;       // [T] (single-sequence wrapper)
   std::vector<int32_t> logit_rows;  // (single-sequence wrapper)
+  std::vector<int32_t> kv_begin;    // [num_seqs] one layer's first attended key per sequence (layer mask)
   void reserve(const ModelHParams& hp, int64_t num_tokens);
 };
 

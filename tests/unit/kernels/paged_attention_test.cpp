@@ -9,86 +9,11 @@
 #include <vector>
 
 #include "kernels/cpu/attention_ref.h"
+#include "paged_batch.h"
 #include "util/rng.h"
 
 namespace pagoda {
 namespace {
-
-struct SeqSpec {
-  int32_t kv_len;
-  int32_t q_len;  // 1 = decode; > 1 = a prefill chunk ending at kv_len
-};
-
-// Logical K/V of each sequence, stored into a paged pool with shuffled physical blocks.
-struct PagedBatch {
-  int32_t block_size, n_heads, n_kv_heads, head_dim;
-  std::vector<std::vector<float>> k_logical, v_logical;  // per seq: [kv_len, n_kv_heads, head_dim]
-  std::vector<float> q;                                  // [num_tokens, n_heads, head_dim]
-  std::vector<float> k_pool, v_pool;
-  std::vector<int32_t> cu_seqlens_q, seq_lens_kv, block_table;
-  int32_t max_blocks = 0;
-
-  PagedAttentionArgs args(float* out) const {
-    PagedAttentionArgs a;
-    a.q = q.data();
-    a.k_cache = k_pool.data();
-    a.v_cache = v_pool.data();
-    a.cu_seqlens_q = cu_seqlens_q.data();
-    a.seq_lens_kv = seq_lens_kv.data();
-    a.block_table = block_table.data();
-    a.out = out;
-    a.num_seqs = static_cast<int32_t>(seq_lens_kv.size());
-    a.max_blocks = max_blocks;
-    a.block_size = block_size;
-    a.n_heads = n_heads;
-    a.n_kv_heads = n_kv_heads;
-    a.head_dim = head_dim;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    return a;
-  }
-  size_t out_size() const { return q.size(); }
-};
-
-// Builds K/V/Q from `seed` (so the same seed gives the same logical contents whatever the block size).
-PagedBatch make_batch(const std::vector<SeqSpec>& specs, int32_t block_size, int32_t n_heads, int32_t n_kv_heads,
-                      int32_t head_dim, uint64_t seed) {
-  PagedBatch b{block_size, n_heads, n_kv_heads, head_dim, {}, {}, {}, {}, {}, {0}, {}, {}, 0};
-  Rng rng(seed);
-  auto rnd = [&] { return static_cast<float>(rng.next_double() * 2 - 1); };
-  const int32_t row = n_kv_heads * head_dim;
-  int32_t total_blocks = 0;
-  for (const auto& s : specs) {
-    b.k_logical.emplace_back(static_cast<size_t>(s.kv_len) * row);
-    b.v_logical.emplace_back(static_cast<size_t>(s.kv_len) * row);
-    for (auto& x : b.k_logical.back()) x = rnd();
-    for (auto& x : b.v_logical.back()) x = rnd();
-    for (int32_t i = 0; i < s.q_len * n_heads * head_dim; ++i) b.q.push_back(rnd());
-    b.cu_seqlens_q.push_back(b.cu_seqlens_q.back() + s.q_len);
-    b.seq_lens_kv.push_back(s.kv_len);
-    const int32_t nb = (s.kv_len + block_size - 1) / block_size;
-    b.max_blocks = std::max(b.max_blocks, nb);
-    total_blocks += nb;
-  }
-  // Physical blocks in a shuffled order, plus one spare, so tables are neither contiguous nor sorted.
-  std::vector<int32_t> physical(total_blocks + 1);
-  std::iota(physical.begin(), physical.end(), 0);
-  Rng shuffle(seed ^ 0x5eed);
-  for (size_t i = physical.size() - 1; i > 0; --i) std::swap(physical[i], physical[shuffle.next_u64() % (i + 1)]);
-  b.k_pool.assign(physical.size() * block_size * row, NAN);  // unused slots are NaN: reading one poisons the output
-  b.v_pool.assign(b.k_pool.size(), NAN);
-  b.block_table.assign(specs.size() * b.max_blocks, -1);
-  size_t next = 0;
-  for (size_t s = 0; s < specs.size(); ++s) {
-    for (int32_t p = 0; p < specs[s].kv_len; ++p) {
-      if (p % block_size == 0) b.block_table[s * b.max_blocks + p / block_size] = physical[next++];
-      const int64_t slot =
-          static_cast<int64_t>(b.block_table[s * b.max_blocks + p / block_size]) * block_size + p % block_size;
-      std::memcpy(&b.k_pool[slot * row], &b.k_logical[s][static_cast<size_t>(p) * row], row * 4);
-      std::memcpy(&b.v_pool[slot * row], &b.v_logical[s][static_cast<size_t>(p) * row], row * 4);
-    }
-  }
-  return b;
-}
 
 // Mixed decode and prefill chunks with lengths that start, cross and end on block boundaries.
 std::vector<SeqSpec> mixed_specs(int32_t bs) {
@@ -170,6 +95,68 @@ TEST(PagedAttention, FusedIsBitwiseInvariantToBlockSizeBatchAndThreads) {
   std::vector<float> single(alone.q.size());
   paged_attention(alone.args(single.data()), one);
   EXPECT_EQ(0, std::memcmp(single.data(), first.data() + 45 * 8 * 64, single.size() * 4));
+}
+
+// kv_begin (the per-anchor layer mask's seam): a query that starts at key b gives, in every ISA build and at any
+// block size, the bits of the same query over a sequence that holds only the keys b.. (its tiles count from b).
+TEST(PagedAttention, KvBeginEqualsASequenceWithoutThePrefixBitwise) {
+  const std::vector<SeqSpec> specs = {{45, 45}, {70, 1}, {33, 6}, {90, 3}, {1, 1}};
+  const std::vector<int32_t> begin = {0, 37, 27, 32, 0};  // a start inside a tile, on one, and none
+  ThreadPool pool(2);
+  for (int32_t hd : {64, 72}) {
+    PagedBatch masked = make_batch(specs, 16, 4, 2, hd, 41 + hd);
+    masked.kv_begin = begin;
+    // The same queries over the keys from kv_begin on, stored at another block size.
+    PagedBatch shifted = masked;
+    shifted.block_size = 32;
+    shifted.kv_begin.clear();
+    std::vector<SeqSpec> shifted_specs;
+    for (size_t s = 0; s < specs.size(); ++s) {
+      const size_t row = static_cast<size_t>(2) * hd;
+      shifted.k_logical[s].erase(shifted.k_logical[s].begin(), shifted.k_logical[s].begin() + begin[s] * row);
+      shifted.v_logical[s].erase(shifted.v_logical[s].begin(), shifted.v_logical[s].begin() + begin[s] * row);
+      shifted_specs.push_back({specs[s].kv_len - begin[s], specs[s].q_len});
+    }
+    pack_batch(shifted, shifted_specs, 7);
+    std::vector<float> want(masked.out_size());
+    ASSERT_TRUE(paged_attention_isa(shifted.args(want.data()), pool, "portable"));
+    int compared = 0;
+    for (const char* isa : {"portable", "avx512", "avx2"}) {
+      std::vector<float> got(masked.out_size(), -1.0f);
+      if (!paged_attention_isa(masked.args(got.data()), pool, isa)) continue;
+      ++compared;
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4)) << isa << " head_dim " << hd;
+    }
+    EXPECT_GE(compared, 2) << "portable and at least one SIMD build";
+    // The reference honours kv_begin too (not bitwise: it sums in double).
+    std::vector<float> ref(masked.out_size()), ref_shifted(masked.out_size());
+    paged_attention_reference(masked.args(ref.data()), pool);
+    paged_attention_reference(shifted.args(ref_shifted.data()), pool);
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_EQ(ref[i], ref_shifted[i]) << "output " << i;
+      ASSERT_NEAR(ref[i], want[i], 2e-5f) << "output " << i;
+    }
+  }
+}
+
+TEST(PagedAttention, KvBeginOfZeroIsTheDefaultBitwise) {
+  PagedBatch b = make_batch(mixed_specs(16), 16, 4, 2, 64, 5);
+  ThreadPool pool(2);
+  std::vector<float> plain(b.out_size()), zeros(b.out_size());
+  paged_attention(b.args(plain.data()), pool);
+  b.kv_begin.assign(b.seq_lens_kv.size(), 0);
+  paged_attention(b.args(zeros.data()), pool);
+  EXPECT_EQ(0, std::memcmp(plain.data(), zeros.data(), plain.size() * 4));
+}
+
+TEST(PagedAttention, KvBeginChangesTheOutput) {
+  PagedBatch b = make_batch({{40, 1}}, 16, 4, 2, 64, 8);
+  ThreadPool pool(1);
+  std::vector<float> plain(b.out_size()), masked(b.out_size());
+  paged_attention(b.args(plain.data()), pool);
+  b.kv_begin = {20};
+  paged_attention(b.args(masked.data()), pool);
+  EXPECT_NE(0, std::memcmp(plain.data(), masked.data(), plain.size() * 4));
 }
 
 }  // namespace
