@@ -9,6 +9,7 @@
 // and after any number of preemptions.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -252,6 +253,10 @@ class Engine {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<RequestState>> inbox_;
   std::deque<AnchorCommand> anchor_inbox_;
+  // Bumped after every anchor command is queued: a step reads it once (no lock) and takes the queue only when it
+  // moved, so anchor checks cost one atomic load per step and nothing per token.
+  std::atomic<uint64_t> anchor_epoch_{0};
+  uint64_t anchor_epoch_seen_ = 0;  // engine thread only
   bool wake_pending_ = false;
   bool stop_ = false;
   EngineStats stats_;

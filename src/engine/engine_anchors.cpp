@@ -34,12 +34,16 @@ void Engine::push_anchor_command(AnchorCommand command) {
   {
     std::lock_guard lock(mu_);
     anchor_inbox_.push_back(std::move(command));
+    anchor_epoch_.fetch_add(1, std::memory_order_release);
     wake_pending_ = true;
   }
   cv_.notify_one();
 }
 
 void Engine::process_anchor_commands() {
+  const uint64_t epoch = anchor_epoch_.load(std::memory_order_acquire);
+  if (epoch == anchor_epoch_seen_) return;  // nothing queued since the last step looked
+  anchor_epoch_seen_ = epoch;
   std::deque<AnchorCommand> commands;
   {
     std::lock_guard lock(mu_);
