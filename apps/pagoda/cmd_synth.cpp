@@ -17,7 +17,9 @@ struct SynthCliOptions {
 
 int run(SynthCliOptions o) {
   auto dtype = parse_ggml_type(o.dtype);
-  if (!dtype) return fail("--dtype '" + o.dtype + "' is not one of f32, f16, bf16, q8_0");
+  const bool writable = dtype && (*dtype == GgmlType::F32 || *dtype == GgmlType::F16 || *dtype == GgmlType::BF16 ||
+                                  *dtype == GgmlType::Q8_0);
+  if (!writable) return fail("--dtype '" + o.dtype + "' is not one of f32, f16, bf16, q8_0");
   o.synth.dtype = *dtype;
   auto vocab = GgufFile::open(o.vocab_path);
   if (!vocab.ok()) return fail(vocab.error().message);

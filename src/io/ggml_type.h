@@ -1,6 +1,6 @@
-// Tensor element types as numbered by ggml/GGUF, with their block layout. A row of n elements of a
-// block-quantized type holds n / block_elems blocks of block_bytes each. Adding a type (Q4_0, Q4_K,
-// Q6_K...) means adding a row to the table in ggml_type.cpp and a kernel; nothing else changes shape.
+// Tensor element types as numbered by ggml/GGUF (llama.cpp da46e59), with their block layout. A row of n elements
+// of a block-quantized type holds n / block_elems blocks of block_bytes each (layouts: io/quant_blocks.h). Every
+// type ggml defines is named, so a file with one pagoda cannot run gets an error naming it.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +25,27 @@ enum class GgmlType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
+  NVFP4 = 40,
+  Q1_0 = 41,
+  Q2_0 = 42,
 };
 
 struct GgmlTypeTraits {
@@ -40,18 +60,12 @@ struct GgmlTypeTraits {
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type_id);
 const GgmlTypeTraits& ggml_type_traits(GgmlType type);
 std::string ggml_type_name(uint32_t type_id);
-// Parses "f32", "f16", "bf16", "q8_0" (case-insensitive).
+// Parses a supported type's name ("f32", "q4_k", "iq4_nl"...; case-insensitive).
 std::optional<GgmlType> parse_ggml_type(const std::string& name);
 
 // Bytes of one row of n elements; n must be a multiple of the block size.
 inline size_t ggml_row_bytes(const GgmlTypeTraits& t, uint64_t n) { return n / t.block_elems * t.block_bytes; }
-
-// Q8_0: 32 int8 values with one f16 scale.
-constexpr uint32_t kQ8_0BlockElems = 32;
-struct BlockQ8_0 {
-  uint16_t scale_f16;
-  int8_t q[kQ8_0BlockElems];
-};
-static_assert(sizeof(BlockQ8_0) == 34);
+// The supported types' names, comma-separated, for error messages.
+std::string supported_type_names();
 
 }  // namespace pagoda

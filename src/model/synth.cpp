@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "io/quant_blocks.h"
 #include "util/fp16.h"
 #include "util/rng.h"
 
@@ -38,17 +39,17 @@ std::vector<uint8_t> encode(const std::vector<float>& values, GgmlType type) {
       break;
     }
     case GgmlType::Q8_0: {
-      const size_t n_blocks = values.size() / kQ8_0BlockElems;
+      const size_t n_blocks = values.size() / kQK;
       out.resize(n_blocks * sizeof(BlockQ8_0));
       auto* blocks = reinterpret_cast<BlockQ8_0*>(out.data());
       for (size_t b = 0; b < n_blocks; ++b) {
-        const float* x = values.data() + b * kQ8_0BlockElems;
+        const float* x = values.data() + b * kQK;
         float amax = 0.0f;
-        for (uint32_t i = 0; i < kQ8_0BlockElems; ++i) amax = std::max(amax, std::fabs(x[i]));
+        for (int i = 0; i < kQK; ++i) amax = std::max(amax, std::fabs(x[i]));
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        blocks[b].scale_f16 = f32_to_f16(d);
-        for (uint32_t i = 0; i < kQ8_0BlockElems; ++i) blocks[b].q[i] = static_cast<int8_t>(std::round(x[i] * id));
+        blocks[b].d = f32_to_f16(d);
+        for (int i = 0; i < kQK; ++i) blocks[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
       }
       break;
     }

@@ -5,7 +5,7 @@
 namespace pagoda {
 namespace {
 
-std::string supported_types_list() { return "F32, F16, BF16, Q8_0"; }
+std::string supported_types_list() { return supported_type_names(); }
 
 Result<const GgufTensorInfo*> find_checked(const GgufFile& f, const std::string& name, uint64_t ne0, uint64_t ne1) {
   const GgufTensorInfo* t = f.find_tensor(name);

@@ -3,8 +3,8 @@
 #include <cassert>
 #include <cstring>
 
+#include "kernels/cpu/dequantize.h"
 #include "kernels/cpu_features.h"
-#include "util/fp16.h"
 
 namespace pagoda {
 namespace {
@@ -61,30 +61,6 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
   });
 }
 
-void dequantize_row(const WeightMatrix& w, int64_t r, float* out) {
-  const uint8_t* row = w.row(r);
-  switch (w.type) {
-    case GgmlType::F32: std::memcpy(out, row, sizeof(float) * w.cols); return;
-    case GgmlType::F16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(row);
-      for (int64_t k = 0; k < w.cols; ++k) out[k] = f16_to_f32(h[k]);
-      return;
-    }
-    case GgmlType::BF16: {
-      const auto* h = reinterpret_cast<const uint16_t*>(row);
-      for (int64_t k = 0; k < w.cols; ++k) out[k] = bf16_to_f32(h[k]);
-      return;
-    }
-    case GgmlType::Q8_0: {
-      const auto* blocks = reinterpret_cast<const BlockQ8_0*>(row);
-      for (int64_t b = 0; b < w.cols / kQ8_0BlockElems; ++b) {
-        const float d = f16_to_f32(blocks[b].scale_f16);
-        for (uint32_t i = 0; i < kQ8_0BlockElems; ++i) out[b * kQ8_0BlockElems + i] = blocks[b].q[i] * d;
-      }
-      return;
-    }
-    default: assert(false && "the loader rejects unsupported weight types"); return;
-  }
-}
+void dequantize_row(const WeightMatrix& w, int64_t r, float* out) { dequantize(w.type, w.row(r), w.cols, out); }
 
 }  // namespace pagoda

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul.h"
+#include "io/quant_blocks.h"
 #include "kernels/cpu/matmul_tiles.h"
 
 namespace pagoda::kernels {
@@ -52,10 +53,10 @@ struct Avx2 {
     } else {
       static_assert(kType == GgmlType::Q8_0);
       // Q8_0 rows are whole blocks of 32, so n is always 8 here.
-      const auto* block = reinterpret_cast<const BlockQ8_0*>(row) + k / kQ8_0BlockElems;
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block->q + (k % kQ8_0BlockElems)));
+      const auto* block = reinterpret_cast<const BlockQ8_0*>(row) + k / kQK;
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block->qs + (k % kQK)));
       const __m256 values = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-      return _mm256_mul_ps(values, _mm256_set1_ps(_cvtsh_ss(block->scale_f16)));
+      return _mm256_mul_ps(values, _mm256_set1_ps(_cvtsh_ss(block->d)));
     }
   }
 };

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/matmul.h"
+#include "io/quant_blocks.h"
 #include "kernels/cpu/matmul_tiles.h"
 
 namespace pagoda::kernels {
@@ -42,10 +43,10 @@ struct Avx512 {
     } else {
       static_assert(kType == GgmlType::Q8_0);
       // Q8_0 rows are whole blocks of 32, so n is always 16 here.
-      const auto* block = reinterpret_cast<const BlockQ8_0*>(row) + k / kQ8_0BlockElems;
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block->q + (k % kQ8_0BlockElems)));
+      const auto* block = reinterpret_cast<const BlockQ8_0*>(row) + k / kQK;
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block->qs + (k % kQK)));
       const __m512 values = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
-      return _mm512_mul_ps(values, _mm512_set1_ps(_cvtsh_ss(block->scale_f16)));
+      return _mm512_mul_ps(values, _mm512_set1_ps(_cvtsh_ss(block->d)));
     }
   }
 };

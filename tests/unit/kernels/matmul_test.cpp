@@ -1,3 +1,4 @@
+#include "io/quant_blocks.h"
 #include "kernels/cpu/matmul.h"
 
 #include <gtest/gtest.h>
@@ -36,8 +37,8 @@ TestMatrix make_matrix(GgmlType type, int64_t rows, int64_t cols, uint64_t seed)
       if (type == GgmlType::BF16) reinterpret_cast<uint16_t*>(row)[k] = f32_to_bf16(v);
       if (type == GgmlType::Q8_0) {
         auto* b = reinterpret_cast<BlockQ8_0*>(row) + k / 32;
-        if (k % 32 == 0) b->scale_f16 = f32_to_f16(0.01f + 0.001f * static_cast<float>(r % 7));
-        b->q[k % 32] = static_cast<int8_t>(static_cast<int>(rng.next_u64() % 255) - 127);
+        if (k % 32 == 0) b->d = f32_to_f16(0.01f + 0.001f * static_cast<float>(r % 7));
+        b->qs[k % 32] = static_cast<int8_t>(static_cast<int>(rng.next_u64() % 255) - 127);
       }
     }
   }
