@@ -149,6 +149,39 @@ TEST_P(EngineGateBlockSize, ConcurrentRequestsMatchSingleSequenceBitwise) {
 
 INSTANTIATE_TEST_SUITE_P(BlockSizes, EngineGateBlockSize, ::testing::Values(1, 16, 32));
 
+// Gate 0 with quantized weights (integer dot products, quantized activations): the same bitwise agreement with the
+// single-sequence path, at every block size. Two files cover Q4_0, Q8_0, F16, Q4_K and Q6_K; every other type's
+// batch invariance is tested at the matmul (tests/unit/kernels/quant_dot_test.cpp).
+class EngineGateQuantized : public EngineGate,
+                            public ::testing::WithParamInterface<std::tuple<const char*, int32_t>> {};
+
+TEST_P(EngineGateQuantized, ConcurrentRequestsMatchSingleSequenceBitwise) {
+  const auto [name, bs] = GetParam();
+  auto quantized = Model::load(kShared + "/models/quant/" + name + ".gguf");
+  ASSERT_TRUE(quantized.ok()) << quantized.error().message;
+  // The fixture's helpers use model_: point it at the quantized model for this test.
+  struct Swap {
+    Model* saved;
+    ~Swap() { model_ = saved; }
+  } restore{model_};
+  model_ = quantized->get();
+  const auto reqs = make_requests(300 + bs);
+  EngineStats st;
+  const auto got = run_engine(gate_config(bs, 8192 / bs), reqs, &st);
+  expect_matches_reference(reqs, got);
+  EXPECT_EQ(st.blocks.used_blocks, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelsAndBlockSizes, EngineGateQuantized,
+                         ::testing::Combine(::testing::Values("stories260K-Q4_0", "synth-q-Q4_K_M"),
+                                            ::testing::Values(1, 16, 32)),
+                         [](const auto& info) {
+                           std::string n = std::get<0>(info.param);
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n + "_bs" + std::to_string(std::get<1>(info.param));
+                         });
+
 TEST_F(EngineGate, SmallPoolPreemptsRepeatedlyAndStillMatches) {
   for (int32_t bs : {1, 16}) {
     const auto reqs = make_requests(7 + bs);

@@ -1,9 +1,12 @@
 #include "kernels/cpu/matmul.h"
 
+#include <algorithm>
 #include <cassert>
+#include <vector>
 #include <cstring>
 
 #include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu_features.h"
 
 namespace pagoda {
@@ -15,18 +18,19 @@ constexpr int64_t kRowGroup = 24;
 struct Isa {
   const char* name;
   kernels::MatmulRowsFn fn;
+  KernelIsa isa;
 };
 
 Isa isa_entry(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::kAvx512:
-      return {"avx512", kernels::matmul_rows_avx512};
+      return {"avx512", kernels::matmul_rows_avx512, isa};
     case KernelIsa::kAvx2:
-      return {"avx2", kernels::matmul_rows_avx2};
+      return {"avx2", kernels::matmul_rows_avx2, isa};
     case KernelIsa::kPortable:
       break;
   }
-  return {"portable", kernels::matmul_rows_scalar};
+  return {"portable", kernels::matmul_rows_scalar, KernelIsa::kPortable};
 }
 
 Isa detect_isa() { return isa_entry(default_kernel_isa()); }
@@ -52,7 +56,33 @@ bool kernels::force_matmul_isa(const char* name) {
 
 const char* matmul_isa_name() { return active_isa().name; }
 
+namespace {
+
+// Quantized weights: each token's activations quantized once, then one integer dot per (row, token).
+void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool) {
+  const ActivationFormat format = activation_format(w.type);
+  const size_t x_bytes = activation_row_bytes(format, w.cols);
+  thread_local std::vector<uint8_t> xq;  // [num_tokens, x_bytes] quantized activations, shared by the pool
+  xq.resize(static_cast<size_t>(num_tokens) * x_bytes);
+  uint8_t* xq_data = xq.data();
+  pool.parallel_for(num_tokens, [&](int64_t t_begin, int64_t t_end) {
+    for (int64_t t = t_begin; t < t_end; ++t) quantize_activations(format, x + t * w.cols, w.cols, xq_data + t * x_bytes);
+  });
+  const QuantDotFn dot = quant_dot(w.type, active_isa().isa);
+  const int64_t num_groups = (w.rows + kRowGroup - 1) / kRowGroup;
+  pool.parallel_for(num_groups, [&](int64_t g_begin, int64_t g_end) {
+    const int64_t r_end = std::min(g_end * kRowGroup, w.rows);
+    for (int64_t r = g_begin * kRowGroup; r < r_end; ++r) {
+      const uint8_t* row = w.row(r);
+      for (int64_t t = 0; t < num_tokens; ++t) y[t * w.rows + r] = dot(row, xq_data + t * x_bytes, w.cols);
+    }
+  });
+}
+
+}  // namespace
+
 void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool) {
+  if (uses_integer_dot(w.type)) return matmul_integer_dot(w, x, num_tokens, y, pool);
   const kernels::MatmulRowsFn fn = active_isa().fn;
   const int64_t num_groups = (w.rows + kRowGroup - 1) / kRowGroup;
   pool.parallel_for(num_groups, [&](int64_t g_begin, int64_t g_end) {

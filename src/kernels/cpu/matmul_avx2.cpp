@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul.h"
-#include "io/quant_blocks.h"
 #include "kernels/cpu/matmul_tiles.h"
 
 namespace pagoda::kernels {
@@ -40,7 +39,8 @@ struct Avx2 {
   static Vec load_w(const uint8_t* row, int64_t k, int n) {
     if constexpr (kType == GgmlType::F32) {
       return load_x(reinterpret_cast<const float*>(row) + k, n);
-    } else if constexpr (kType == GgmlType::F16 || kType == GgmlType::BF16) {
+    } else {
+      static_assert(kType == GgmlType::F16 || kType == GgmlType::BF16);
       const uint16_t* src = reinterpret_cast<const uint16_t*>(row) + k;
       uint16_t buf[kLanes] = {};
       if (n < kLanes) {
@@ -50,13 +50,6 @@ struct Avx2 {
       const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
       if constexpr (kType == GgmlType::F16) return _mm256_cvtph_ps(h);
       return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    } else {
-      static_assert(kType == GgmlType::Q8_0);
-      // Q8_0 rows are whole blocks of 32, so n is always 8 here.
-      const auto* block = reinterpret_cast<const BlockQ8_0*>(row) + k / kQK;
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block->qs + (k % kQK)));
-      const __m256 values = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-      return _mm256_mul_ps(values, _mm256_set1_ps(_cvtsh_ss(block->d)));
     }
   }
 };

@@ -9,7 +9,6 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/matmul.h"
-#include "io/quant_blocks.h"
 #include "kernels/cpu/matmul_tiles.h"
 
 namespace pagoda::kernels {
@@ -37,16 +36,10 @@ struct Avx512 {
       return _mm512_maskz_loadu_ps(mask(n), reinterpret_cast<const float*>(row) + k);
     } else if constexpr (kType == GgmlType::F16) {
       return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), reinterpret_cast<const uint16_t*>(row) + k));
-    } else if constexpr (kType == GgmlType::BF16) {
+    } else {
+      static_assert(kType == GgmlType::BF16);
       const __m256i h = _mm256_maskz_loadu_epi16(mask(n), reinterpret_cast<const uint16_t*>(row) + k);
       return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    } else {
-      static_assert(kType == GgmlType::Q8_0);
-      // Q8_0 rows are whole blocks of 32, so n is always 16 here.
-      const auto* block = reinterpret_cast<const BlockQ8_0*>(row) + k / kQK;
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block->qs + (k % kQK)));
-      const __m512 values = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
-      return _mm512_mul_ps(values, _mm512_set1_ps(_cvtsh_ss(block->d)));
     }
   }
 };

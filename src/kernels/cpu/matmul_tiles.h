@@ -115,7 +115,7 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, floa
   tiled_rows<Isa, kType, Isa::kTileTokens, Isa::kTileRows>(w, x, num_tokens, y, row_begin, row_end);
 }
 
-// Dispatches on the weight type; types without a SIMD path fall back to `fallback`.
+// Dispatches on the float weight types (quantized ones go through quant_dot.h); others fall back to `fallback`.
 template <class Isa, class Fallback>
 void matmul_rows_any(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
                      int64_t row_end, Fallback fallback) {
@@ -123,7 +123,6 @@ void matmul_rows_any(const WeightMatrix& w, const float* x, int64_t num_tokens, 
     case GgmlType::F32: return matmul_rows<Isa, GgmlType::F32>(w, x, num_tokens, y, row_begin, row_end);
     case GgmlType::F16: return matmul_rows<Isa, GgmlType::F16>(w, x, num_tokens, y, row_begin, row_end);
     case GgmlType::BF16: return matmul_rows<Isa, GgmlType::BF16>(w, x, num_tokens, y, row_begin, row_end);
-    case GgmlType::Q8_0: return matmul_rows<Isa, GgmlType::Q8_0>(w, x, num_tokens, y, row_begin, row_end);
     default: return fallback(w, x, num_tokens, y, row_begin, row_end);
   }
 }

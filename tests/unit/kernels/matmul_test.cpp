@@ -1,4 +1,3 @@
-#include "io/quant_blocks.h"
 #include "kernels/cpu/matmul.h"
 
 #include <gtest/gtest.h>
@@ -35,11 +34,6 @@ TestMatrix make_matrix(GgmlType type, int64_t rows, int64_t cols, uint64_t seed)
       if (type == GgmlType::F32) std::memcpy(row + 4 * k, &v, 4);
       if (type == GgmlType::F16) reinterpret_cast<uint16_t*>(row)[k] = f32_to_f16(v);
       if (type == GgmlType::BF16) reinterpret_cast<uint16_t*>(row)[k] = f32_to_bf16(v);
-      if (type == GgmlType::Q8_0) {
-        auto* b = reinterpret_cast<BlockQ8_0*>(row) + k / 32;
-        if (k % 32 == 0) b->d = f32_to_f16(0.01f + 0.001f * static_cast<float>(r % 7));
-        b->qs[k % 32] = static_cast<int8_t>(static_cast<int>(rng.next_u64() % 255) - 127);
-      }
     }
   }
   m.w = WeightMatrix{m.bytes.data(), type, cols, rows, row_bytes};
@@ -55,7 +49,7 @@ std::vector<float> random_activations(int64_t n, uint64_t seed) {
   return x;
 }
 
-// Parameters: weight type and the kernel ISA to force (skipped where the CPU lacks it).
+// The float weight types (quantized ones: quant_dot_test.cpp). Parameters: weight type and the kernel ISA to force (skipped where the CPU lacks it).
 class MatmulTest : public ::testing::TestWithParam<std::tuple<GgmlType, const char*>> {
  protected:
   void SetUp() override {
@@ -93,7 +87,7 @@ TEST_P(MatmulTest, MatchesDoublePrecisionReference) {
 TEST_P(MatmulTest, IsBatchAndThreadInvariant) {
   // A token's outputs must be bitwise identical alone, inside any batch, and with any thread count.
   const GgmlType type = this->type();
-  const int64_t rows = 37, cols = type == GgmlType::Q8_0 ? 160 : 164, T = 11;
+  const int64_t rows = 37, cols = 164, T = 11;
   auto m = make_matrix(type, rows, cols, 3);
   auto x = random_activations(T * cols, 5);
   std::vector<float> batched(T * rows);
@@ -124,8 +118,7 @@ TEST_P(MatmulTest, ScalarKernelAgreesWithDispatchedKernel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypesAndIsas, MatmulTest,
-                         ::testing::Combine(::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                                              GgmlType::Q8_0),
+                         ::testing::Combine(::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16),
                                             ::testing::Values("avx512", "avx2", "scalar")),
                          [](const auto& info) {
                            return std::string(ggml_type_traits(std::get<0>(info.param)).name) + "_" +

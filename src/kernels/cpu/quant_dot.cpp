@@ -1,0 +1,318 @@
+// Activation quantization, the portable integer dot products that define the arithmetic, and dispatch.
+#include "kernels/cpu/quant_dot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/quant_dot_combine.h"
+
+namespace pagoda {
+namespace {
+
+using namespace quant_combine;
+
+template <class Block>
+const Block* as(const uint8_t* p) {
+  return reinterpret_cast<const Block*>(p);
+}
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// --- activations ---------------------------------------------------------------------------------------------
+
+// Q8_0 (and Q8_1's quants): d = max|x| / 127, q = round(x / d) (ties away from zero), |q| <= 127.
+float quantize_block_q8(const float* x, int8_t* q) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kQK; ++j) q[j] = static_cast<int8_t>(std::round(x[j] * id));
+  return d;
+}
+
+void quantize_q8_k(const float* x, BlockQ8_K& y) {
+  // The element of largest magnitude maps to -127 exactly (its sign kept in d), the rest round to nearest even.
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < kQK_K; ++j)
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  if (amax == 0.0f) {
+    y.d = 0.0f;
+    std::memset(y.qs, 0, sizeof y.qs);
+    std::memset(y.bsums, 0, sizeof y.bsums);
+    return;
+  }
+  const float iscale = -127.0f / max;
+  for (int j = 0; j < kQK_K; ++j)
+    y.qs[j] = static_cast<int8_t>(std::min(127, static_cast<int>(std::nearbyint(iscale * x[j]))));
+  for (int g = 0; g < kQK_K / 16; ++g) {
+    int s = 0;
+    for (int l = 0; l < 16; ++l) s += y.qs[16 * g + l];
+    y.bsums[g] = static_cast<int16_t>(s);
+  }
+  y.d = 1.0f / iscale;
+}
+
+// --- portable dots: legacy types against Q8_0 / Q8_1 ------------------------------------------------------------
+
+float dot_q8_0(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = as<BlockQ8_0>(wr);
+  const auto* x = as<BlockQ8_0>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    int32_t sumi = 0;
+    for (int j = 0; j < kQK; ++j) sumi += w[b].qs[j] * x[b].qs[j];
+    acc = scaled(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d));
+  }
+  return acc;
+}
+
+// Q4_0, Q5_0 and IQ4_NL: signed levels level(block, j) for j < 32, one scale.
+template <class Block, class Level>
+float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
+  const auto* w = as<Block>(wr);
+  const auto* x = as<BlockQ8_0>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    int32_t sumi = 0;
+    for (int j = 0; j < kQK; ++j) sumi += level(w[b], j) * x[b].qs[j];
+    acc = scaled(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d));
+  }
+  return acc;
+}
+
+int nibble(const uint8_t* qs, int j) { return j < kQK / 2 ? (qs[j] & 0xF) : (qs[j - kQK / 2] >> 4); }
+int fifth_bit(const uint8_t* qh, int j) { return static_cast<int>((load_u32(qh) >> j) & 1) << 4; }
+
+float dot_q4_0(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockQ4_0>(w, x, K, [](const BlockQ4_0& b, int j) { return nibble(b.qs, j) - 8; });
+}
+float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockQ5_0>(
+      w, x, K, [](const BlockQ5_0& b, int j) { return (nibble(b.qs, j) | fifth_bit(b.qh, j)) - 16; });
+}
+float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockIQ4_NL>(
+      w, x, K, [](const BlockIQ4_NL& b, int j) { return static_cast<int>(kIQ4Values[nibble(b.qs, j)]); });
+}
+
+// Q4_1 and Q5_1 against Q8_1: unsigned levels, a scale and a min.
+template <class Block, class Level>
+float dot_levels_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
+  const auto* w = as<Block>(wr);
+  const auto* x = as<BlockQ8_1>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    int32_t sumi = 0;
+    for (int j = 0; j < kQK; ++j) sumi += level(w[b], j) * x[b].qs[j];
+    acc = scaled_with_min(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d), f16_to_f32(w[b].m), f16_to_f32(x[b].s));
+  }
+  return acc;
+}
+float dot_q4_1(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_levels_with_min<BlockQ4_1>(w, x, K, [](const BlockQ4_1& b, int j) { return nibble(b.qs, j); });
+}
+float dot_q5_1(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_levels_with_min<BlockQ5_1>(
+      w, x, K, [](const BlockQ5_1& b, int j) { return nibble(b.qs, j) | fifth_bit(b.qh, j); });
+}
+
+// --- portable dots: K-quants and IQ4_XS against Q8_K -------------------------------------------------------------
+
+float dot_q2_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = as<BlockQ2_K>(wr);
+  const auto* x = as<BlockQ8_K>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    int32_t sumi = 0, summ = 0;
+    for (int h = 0; h < 2; ++h)
+      for (int f = 0; f < 4; ++f)
+        for (int g = 0; g < 2; ++g) {
+          const int group = 8 * h + 2 * f + g;  // 16 elements 16 * group ..
+          int32_t s = 0;
+          for (int l = 0; l < 16; ++l)
+            s += ((w[b].qs[32 * h + 16 * g + l] >> (2 * f)) & 3) * x[b].qs[16 * group + l];
+          sumi += (w[b].scales[group] & 0xF) * s;
+          summ += (w[b].scales[group] >> 4) * x[b].bsums[group];
+        }
+    acc = k_with_min(acc, sumi, summ, f16_to_f32(w[b].d), f16_to_f32(w[b].dmin), x[b].d);
+  }
+  return acc;
+}
+
+float dot_q3_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = as<BlockQ3_K>(wr);
+  const auto* x = as<BlockQ8_K>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    int8_t scales[16];
+    unpack_q3_k_scales(w[b].scales, scales);
+    int32_t sumi = 0;
+    for (int h = 0; h < 2; ++h)
+      for (int f = 0; f < 4; ++f)
+        for (int g = 0; g < 2; ++g) {
+          const int group = 8 * h + 2 * f + g;
+          int32_t s = 0;
+          for (int l = 0; l < 16; ++l) {
+            const int i = 16 * g + l;
+            const int low = (w[b].qs[32 * h + i] >> (2 * f)) & 3;
+            const int high = (w[b].hmask[i] >> (4 * h + f)) & 1;
+            s += (low - (high ? 0 : 4)) * x[b].qs[16 * group + l];
+          }
+          sumi += scales[group] * s;
+        }
+    acc = k_plain(acc, sumi, f16_to_f32(w[b].d), x[b].d);
+  }
+  return acc;
+}
+
+template <bool kFiveBits, class Block>
+float dot_q45_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = as<Block>(wr);
+  const auto* x = as<BlockQ8_K>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    uint8_t sc[8], m[8];
+    k4_scales(w[b].scales, sc, m);
+    int32_t sumi = 0;
+    for (int j = 0; j < 8; ++j) {  // sub-block j: 32 elements, bytes qs[32 (j / 2)..], nibble j % 2
+      int32_t s = 0;
+      for (int l = 0; l < 32; ++l) {
+        int q = (w[b].qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF;
+        if constexpr (kFiveBits) q |= ((w[b].qh[l] >> j) & 1) << 4;
+        s += q * x[b].qs[32 * j + l];
+      }
+      sumi += sc[j] * s;
+    }
+    acc = k_with_min(acc, sumi, k4_min_sum(m, x[b].bsums), f16_to_f32(w[b].d), f16_to_f32(w[b].dmin), x[b].d);
+  }
+  return acc;
+}
+
+float dot_q6_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = as<BlockQ6_K>(wr);
+  const auto* x = as<BlockQ8_K>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    int32_t sumi = 0;
+    for (int h = 0; h < 2; ++h)
+      for (int f = 0; f < 4; ++f)
+        for (int half = 0; half < 2; ++half) {  // 16 elements 128h + 32f + 16 half ..
+          int32_t s = 0;
+          for (int l = 16 * half; l < 16 * half + 16; ++l) {
+            const int low = (w[b].ql[64 * h + l + 32 * (f & 1)] >> (4 * (f >> 1))) & 0xF;
+            const int q = (low | (((w[b].qh[32 * h + l] >> (2 * f)) & 3) << 4)) - 32;
+            s += q * x[b].qs[128 * h + 32 * f + l];
+          }
+          sumi += w[b].scales[8 * h + 2 * f + half] * s;
+        }
+    acc = k_plain(acc, sumi, f16_to_f32(w[b].d), x[b].d);
+  }
+  return acc;
+}
+
+float dot_iq4_xs(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = as<BlockIQ4_XS>(wr);
+  const auto* x = as<BlockQ8_K>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    int32_t sumi = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t s = 0;
+      for (int l = 0; l < 16; ++l) {
+        s += kIQ4Values[w[b].qs[16 * j + l] & 0xF] * x[b].qs[32 * j + l];
+        s += kIQ4Values[w[b].qs[16 * j + l] >> 4] * x[b].qs[32 * j + l + 16];
+      }
+      sumi += iq4_xs_scale(w[b], j) * s;
+    }
+    acc = k_plain(acc, sumi, f16_to_f32(w[b].d), x[b].d);
+  }
+  return acc;
+}
+
+}  // namespace
+
+bool uses_integer_dot(GgmlType t) { return quant_dot_portable(t) != nullptr; }
+
+ActivationFormat activation_format(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1: return ActivationFormat::kQ8_1;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS: return ActivationFormat::kQ8_K;
+    default: return ActivationFormat::kQ8_0;
+  }
+}
+
+size_t activation_row_bytes(ActivationFormat f, int64_t K) {
+  switch (f) {
+    case ActivationFormat::kQ8_0: return K / kQK * sizeof(BlockQ8_0);
+    case ActivationFormat::kQ8_1: return K / kQK * sizeof(BlockQ8_1);
+    case ActivationFormat::kQ8_K: return K / kQK_K * sizeof(BlockQ8_K);
+  }
+  return 0;
+}
+
+void quantize_activations(ActivationFormat f, const float* x, int64_t K, uint8_t* out) {
+  switch (f) {
+    case ActivationFormat::kQ8_0: {
+      auto* y = reinterpret_cast<BlockQ8_0*>(out);
+      for (int64_t b = 0; b < K / kQK; ++b) y[b].d = f32_to_f16(quantize_block_q8(x + b * kQK, y[b].qs));
+      return;
+    }
+    case ActivationFormat::kQ8_1: {
+      auto* y = reinterpret_cast<BlockQ8_1*>(out);
+      for (int64_t b = 0; b < K / kQK; ++b) {
+        const float d = quantize_block_q8(x + b * kQK, y[b].qs);
+        int sum = 0;
+        for (int j = 0; j < kQK; ++j) sum += y[b].qs[j];
+        y[b].d = f32_to_f16(d);
+        y[b].s = f32_to_f16(d * static_cast<float>(sum));
+      }
+      return;
+    }
+    case ActivationFormat::kQ8_K: {
+      auto* y = reinterpret_cast<BlockQ8_K*>(out);
+      for (int64_t b = 0; b < K / kQK_K; ++b) quantize_q8_k(x + b * kQK_K, y[b]);
+      return;
+    }
+  }
+}
+
+QuantDotFn quant_dot_portable(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0: return dot_q8_0;
+    case GgmlType::Q4_0: return dot_q4_0;
+    case GgmlType::Q5_0: return dot_q5_0;
+    case GgmlType::IQ4_NL: return dot_iq4_nl;
+    case GgmlType::Q4_1: return dot_q4_1;
+    case GgmlType::Q5_1: return dot_q5_1;
+    case GgmlType::Q2_K: return dot_q2_k;
+    case GgmlType::Q3_K: return dot_q3_k;
+    case GgmlType::Q4_K: return dot_q45_k<false, BlockQ4_K>;
+    case GgmlType::Q5_K: return dot_q45_k<true, BlockQ5_K>;
+    case GgmlType::Q6_K: return dot_q6_k;
+    case GgmlType::IQ4_XS: return dot_iq4_xs;
+    default: return nullptr;
+  }
+}
+
+QuantDotFn quant_dot(GgmlType t, KernelIsa isa) {
+  QuantDotFn fn = nullptr;
+  if (isa == KernelIsa::kAvx512 && cpu_features().avx512_vnni) fn = quant_dot_avx512(t);
+  if (!fn && (isa == KernelIsa::kAvx512 || isa == KernelIsa::kAvx2)) fn = quant_dot_avx2(t);
+  return fn ? fn : quant_dot_portable(t);
+}
+
+}  // namespace pagoda

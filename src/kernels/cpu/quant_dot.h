@@ -1,0 +1,39 @@
+// Matmuls on quantized weights the way the formats are meant to be used: each activation row is quantized once
+// per matmul (Q8_0 blocks for most 32-element types, Q8_1 for Q4_1 / Q5_1, Q8_K super-blocks for the K-quants and
+// IQ4_XS), and each (weight row, activation row) pair is an integer dot product per block.
+//
+// The exact arithmetic (docs/kernels.md, "Quantized weights"): per block, integer sums that are exact in int32
+// (sum_i q_w * q_x, scaled by the block's integer sub-scales; for types with mins also sum_j m_j * bsum_j), then
+// one float update of a single running sum in block order, with the formulas of quant_dot_combine.h. The SIMD
+// builds compute the same integers (any order: integers are exact) and call the same float code, so every build
+// gives the same bits, for any batch, thread count or ISA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "io/ggml_type.h"
+#include "kernels/cpu_features.h"
+
+namespace pagoda {
+
+enum class ActivationFormat { kQ8_0, kQ8_1, kQ8_K };
+
+// Whether matmuls on this weight type go through the integer dot products (every supported quantized type).
+bool uses_integer_dot(GgmlType weight);
+ActivationFormat activation_format(GgmlType weight);
+// Bytes of one quantized activation row of K elements (K a multiple of the format's block).
+size_t activation_row_bytes(ActivationFormat f, int64_t K);
+// x [K] -> out [activation_row_bytes(f, K)].
+void quantize_activations(ActivationFormat f, const float* x, int64_t K, uint8_t* out);
+
+// dot(weight row of K elements, quantized activation row of K elements).
+using QuantDotFn = float (*)(const uint8_t* w_row, const uint8_t* x_row, int64_t K);
+QuantDotFn quant_dot_portable(GgmlType weight);
+// The SIMD builds; nullptr where a type has no SIMD code (its portable code then runs).
+QuantDotFn quant_dot_avx2(GgmlType weight);
+QuantDotFn quant_dot_avx512(GgmlType weight);  // AVX-512 VNNI on 256-bit vectors; needs avx512_vnni
+// The dot for the process's kernel set (or `isa`), falling back to narrower builds for types they lack.
+QuantDotFn quant_dot(GgmlType weight, KernelIsa isa);
+
+}  // namespace pagoda

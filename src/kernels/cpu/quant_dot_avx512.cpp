@@ -1,0 +1,22 @@
+// AVX-512 VNNI integer dot products on 256-bit vectors: dpbusd (u8 x s8, 4 products into int32, no saturation)
+// and dpwssd (int16 pairs into int32). Compiled with -mavx512vnni; run only where the CPU has it.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/quant_dot_simd.h"
+
+namespace pagoda {
+namespace {
+
+struct VnniOps {
+  static __m256i dot4(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_epi32(acc, u8, s8); }
+  static __m256i madd16(__m256i acc, __m256i a16, __m256i b16) { return _mm256_dpwssd_epi32(acc, a16, b16); }
+};
+
+}  // namespace
+
+QuantDotFn quant_dot_avx512(GgmlType weight) { return quant_simd::dot_for<VnniOps>(weight); }
+
+}  // namespace pagoda

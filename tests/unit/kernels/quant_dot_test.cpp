@@ -1,0 +1,149 @@
+// The integer dot products on quantized weights: the portable code against the dequantized reference, every SIMD
+// build bitwise equal to the portable one (random blocks, including the extreme byte values), and the quantized
+// matmul independent of the batch and the thread count.
+#include "kernels/cpu/quant_dot.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "io/quant_blocks.h"
+#include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/matmul.h"
+#include "util/fp16.h"
+#include "util/rng.h"
+
+namespace pagoda {
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,
+                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+
+// Byte offsets of the f16 fields (scales, mins) in one block of each type; everything else is random bits.
+std::vector<int> f16_fields(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K: return {0, 2};
+    case GgmlType::Q2_K: return {80, 82};
+    case GgmlType::Q3_K: return {108};
+    case GgmlType::Q6_K: return {208};
+    default: return {0};
+  }
+}
+
+// rows x cols weights of type t: random bytes with finite scales of about `scale`.
+std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_t seed, float scale = 0.01f) {
+  const auto& traits = ggml_type_traits(t);
+  std::vector<uint8_t> bytes(rows * ggml_row_bytes(traits, cols));
+  Rng rng(seed);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64());
+  for (size_t block = 0; block < bytes.size() / traits.block_bytes; ++block)
+    for (int off : f16_fields(t)) {
+      const uint16_t h = f32_to_f16(static_cast<float>(scale * (0.5 + rng.next_double())));
+      std::memcpy(&bytes[block * traits.block_bytes + off], &h, 2);
+    }
+  return bytes;
+}
+
+std::vector<float> random_floats(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.next_double() * 2 - 1);
+  return v;
+}
+
+class QuantDot : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(QuantDot, PortableEqualsTheDequantizedDotOfTheQuantizedActivations) {
+  const GgmlType t = GetParam();
+  const int64_t K = 512;
+  const auto w = random_rows(t, 1, K, 1);
+  const auto x = random_floats(K, 2);
+  const ActivationFormat f = activation_format(t);
+  std::vector<uint8_t> xq(activation_row_bytes(f, K));
+  quantize_activations(f, x.data(), K, xq.data());
+  std::vector<float> wf(K);
+  dequantize(t, w.data(), K, wf.data());
+  // The activations as their quantized values: Q8_1's quants are Q8_0's with a sum; Q8_K has a float scale.
+  std::vector<float> xf(K);
+  if (f == ActivationFormat::kQ8_K) {
+    const auto* b = reinterpret_cast<const BlockQ8_K*>(xq.data());
+    for (int64_t k = 0; k < K; ++k) xf[k] = b[k / kQK_K].d * b[k / kQK_K].qs[k % kQK_K];
+  } else {
+    const size_t bytes = f == ActivationFormat::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ8_1);
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t* b = xq.data() + (k / kQK) * bytes;
+      uint16_t d;
+      std::memcpy(&d, b, 2);
+      xf[k] = f16_to_f32(d) * reinterpret_cast<const int8_t*>(b + bytes - kQK)[k % kQK];
+    }
+  }
+  double exact = 0, plain = 0, magnitude = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    exact += static_cast<double>(wf[k]) * xf[k];
+    plain += static_cast<double>(wf[k]) * x[k];
+    magnitude += std::fabs(static_cast<double>(wf[k]) * x[k]);
+  }
+  const float got = quant_dot_portable(t)(w.data(), xq.data(), K);
+  // Q4_1 / Q5_1 use the activations' f16 sum for the mins, so they differ from the exact sum by its rounding.
+  const double rounding = (t == GgmlType::Q4_1 || t == GgmlType::Q5_1) ? 2e-3 : 1e-4;
+  EXPECT_NEAR(got, exact, rounding * magnitude + 1e-5) << ggml_type_traits(t).name;
+  // Against unquantized activations: within the activations' quantization error (about 1/254 per element).
+  EXPECT_NEAR(got, plain, 0.01 * magnitude) << ggml_type_traits(t).name;
+}
+
+TEST_P(QuantDot, EverySimdBuildGivesThePortableBits) {
+  const GgmlType t = GetParam();
+  const int64_t K = 1024;
+  int compared = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    const auto w = random_rows(t, 1, K, 100 + seed, seed % 2 ? 1.0f : 1e-3f);
+    auto x = random_floats(K, 200 + seed);
+    if (seed == 3) x.assign(K, 0.0f);  // an all-zero activation row (scale 0)
+    const ActivationFormat f = activation_format(t);
+    std::vector<uint8_t> xq(activation_row_bytes(f, K));
+    quantize_activations(f, x.data(), K, xq.data());
+    const float want = quant_dot_portable(t)(w.data(), xq.data(), K);
+    for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+      if (!cpu_can_run(isa)) continue;
+      const float got = quant_dot(t, isa)(w.data(), xq.data(), K);
+      uint32_t a, b;
+      std::memcpy(&a, &got, 4);
+      std::memcpy(&b, &want, 4);
+      EXPECT_EQ(a, b) << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " seed " << seed;
+      ++compared;
+    }
+  }
+  RecordProperty("simd_builds_compared", compared);
+}
+
+TEST_P(QuantDot, MatmulIsBatchAndThreadInvariant) {
+  const GgmlType t = GetParam();
+  const int64_t K = 512, N = 50, T = 7;
+  auto bytes = random_rows(t, N, K, 7);
+  WeightMatrix w{bytes.data(), t, K, N, ggml_row_bytes(ggml_type_traits(t), K)};
+  const auto x = random_floats(T * K, 8);
+  ThreadPool one(1), three(3);
+  std::vector<float> batched(T * N), alone(N);
+  matmul(w, x.data(), T, batched.data(), three);
+  for (int64_t tok = 0; tok < T; ++tok) {
+    matmul(w, x.data() + tok * K, 1, alone.data(), one);
+    EXPECT_EQ(0, std::memcmp(alone.data(), batched.data() + tok * N, N * 4)) << "token " << tok;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantDot, ::testing::ValuesIn(kTypes),
+                         [](const auto& info) { return std::string(ggml_type_traits(info.param).name); });
+
+TEST(QuantDot, EveryRunnableQuantizedTypeUsesTheIntegerPath) {
+  for (GgmlType t : kTypes) EXPECT_TRUE(uses_integer_dot(t)) << ggml_type_traits(t).name;
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) EXPECT_FALSE(uses_integer_dot(t));
+}
+
+}  // namespace
+}  // namespace pagoda
