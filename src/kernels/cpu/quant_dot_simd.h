@@ -11,6 +11,8 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "io/quant_blocks.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_dot_combine.h"
@@ -33,6 +35,33 @@ inline __m256i unpack_nibbles(const uint8_t* qs) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i m = _mm_set1_epi8(0x0F);
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// Bit j of `bits` -> byte j: 0xFF where set, 0 where clear.
+inline __m256i bits_to_bytes(uint32_t bits) {
+  // Byte j takes byte j / 8 of the word, then keeps only its bit j % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int32_t>(bits)),
+      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+inline uint32_t load_bits(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Levels 0..31 of a Q5_0 / Q5_1 block: the nibbles with bit 4 from qh.
+inline __m256i five_bit_levels(const uint8_t* qs, const uint8_t* qh) {
+  return _mm256_or_si256(unpack_nibbles(qs), _mm256_and_si256(bits_to_bytes(load_bits(qh)), _mm256_set1_epi8(0x10)));
+}
+
+// The IQ4 levels (-127..113) of 32 nibbles, by table lookup.
+inline __m256i iq4_levels(const uint8_t* qs) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values));
+  return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), unpack_nibbles(qs));
 }
 
 template <class Ops>
@@ -66,19 +95,91 @@ float dot_q4_0(const uint8_t* wr, const uint8_t* xr, int64_t K) {
 }
 
 template <class Ops>
-float dot_q4_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = reinterpret_cast<const BlockQ4_K*>(wr);
+float dot_q5_0(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = reinterpret_cast<const BlockQ5_0*>(wr);
+  const auto* x = reinterpret_cast<const BlockQ8_0*>(xr);
+  const __m256i ones = _mm256_set1_epi8(1);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    const __m256i q = five_bit_levels(w[b].qs, w[b].qh), xq = load32(x[b].qs);
+    // sum (q - 16) x = sum q x - 16 sum x
+    const __m256i qx = Ops::dot4(_mm256_setzero_si256(), q, xq);
+    const __m256i sx = Ops::dot4(_mm256_setzero_si256(), ones, xq);
+    acc = scaled(acc, hsum(_mm256_sub_epi32(qx, _mm256_slli_epi32(sx, 4))), f16_to_f32(w[b].d), f16_to_f32(x[b].d));
+  }
+  return acc;
+}
+
+// Q4_1 / Q5_1 against Q8_1: unsigned levels, then the block's scale and min.
+template <class Ops, class Block, bool kFiveBits>
+float dot_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = reinterpret_cast<const Block*>(wr);
+  const auto* x = reinterpret_cast<const BlockQ8_1*>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    __m256i q;
+    if constexpr (kFiveBits)
+      q = five_bit_levels(w[b].qs, w[b].qh);
+    else
+      q = unpack_nibbles(w[b].qs);
+    const int32_t sumi = hsum(Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)));
+    acc = scaled_with_min(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d), f16_to_f32(w[b].m), f16_to_f32(x[b].s));
+  }
+  return acc;
+}
+
+template <class Ops>
+float dot_iq4_nl(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = reinterpret_cast<const BlockIQ4_NL*>(wr);
+  const auto* x = reinterpret_cast<const BlockQ8_0*>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    const __m256i v = iq4_levels(w[b].qs), xq = load32(x[b].qs);
+    const __m256i p = Ops::dot4(_mm256_setzero_si256(), _mm256_abs_epi8(v), _mm256_sign_epi8(xq, v));
+    acc = scaled(acc, hsum(p), f16_to_f32(w[b].d), f16_to_f32(x[b].d));
+  }
+  return acc;
+}
+
+template <class Ops>
+float dot_iq4_xs(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = reinterpret_cast<const BlockIQ4_XS*>(wr);
   const auto* x = reinterpret_cast<const BlockQ8_K*>(xr);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i v = iq4_levels(w[b].qs + 16 * j), xq = load32(x[b].qs + 32 * j);
+      const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(xq, v));  // pairs <= 2 * 127 * 127
+      sum = Ops::madd16(sum, p, _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(w[b], j))));
+    }
+    acc = k_plain(acc, hsum(sum), f16_to_f32(w[b].d), x[b].d);
+  }
+  return acc;
+}
+
+// Q4_K, and Q5_K with the fifth bit of sub-block j's element l at bit j of qh[l].
+template <class Ops, class Block, bool kFiveBits>
+float dot_q45_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = reinterpret_cast<const Block*>(wr);
+  const auto* x = reinterpret_cast<const BlockQ8_K*>(xr);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
   float acc = 0.0f;
   for (int64_t b = 0; b < K / kQK_K; ++b) {
     uint8_t sc[8], m[8];
     k4_scales(w[b].scales, sc, m);
     __m256i sum = _mm256_setzero_si256();
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (kFiveBits) qh = load32(w[b].qh);
     for (int c = 0; c < 4; ++c) {  // 32 bytes: sub-block 2c in the low nibbles, 2c + 1 in the high ones
       const __m256i bytes = load32(w[b].qs + 32 * c);
-      const __m256i lo = _mm256_and_si256(bytes, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-      const __m256i p_lo = _mm256_maddubs_epi16(lo, load32(x[b].qs + 64 * c));  // pairs <= 2 * 15 * 127
+      __m256i lo = _mm256_and_si256(bytes, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+      if constexpr (kFiveBits) {
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
+        qh = _mm256_srli_epi16(qh, 2);
+      }
+      const __m256i p_lo = _mm256_maddubs_epi16(lo, load32(x[b].qs + 64 * c));  // pairs <= 2 * 31 * 127
       const __m256i p_hi = _mm256_maddubs_epi16(hi, load32(x[b].qs + 64 * c + 32));
       sum = Ops::madd16(sum, p_lo, _mm256_set1_epi16(sc[2 * c]));
       sum = Ops::madd16(sum, p_hi, _mm256_set1_epi16(sc[2 * c + 1]));
@@ -121,7 +222,13 @@ QuantDotFn dot_for(GgmlType t) {
   switch (t) {
     case GgmlType::Q8_0: return dot_q8_0<Ops>;
     case GgmlType::Q4_0: return dot_q4_0<Ops>;
-    case GgmlType::Q4_K: return dot_q4_k<Ops>;
+    case GgmlType::Q5_0: return dot_q5_0<Ops>;
+    case GgmlType::Q4_1: return dot_with_min<Ops, BlockQ4_1, false>;
+    case GgmlType::Q5_1: return dot_with_min<Ops, BlockQ5_1, true>;
+    case GgmlType::IQ4_NL: return dot_iq4_nl<Ops>;
+    case GgmlType::IQ4_XS: return dot_iq4_xs<Ops>;
+    case GgmlType::Q4_K: return dot_q45_k<Ops, BlockQ4_K, false>;
+    case GgmlType::Q5_K: return dot_q45_k<Ops, BlockQ5_K, true>;
     case GgmlType::Q6_K: return dot_q6_k<Ops>;
     default: return nullptr;
   }
