@@ -62,30 +62,30 @@ void quantize_q8_k(const float* x, BlockQ8_K& y) {
 
 // --- portable dots: legacy types against Q8_0 / Q8_1 ------------------------------------------------------------
 
-float dot_q8_0(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = as<BlockQ8_0>(wr);
-  const auto* x = as<BlockQ8_0>(xr);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < K / kQK; ++b) {
-    int32_t sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += w[b].qs[j] * x[b].qs[j];
-    acc = scaled(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d));
+// One block's update of the 8 lanes: lane j += (sum of level(i) * x_i over i = 4j .. 4j + 3) * scale.
+template <class Level>
+void accumulate_lanes(float lanes[kLanes32], const int8_t* xq, float scale, Level level) {
+  for (int j = 0; j < kLanes32; ++j) {
+    int32_t partial = 0;
+    for (int i = 4 * j; i < 4 * j + 4; ++i) partial += level(i) * xq[i];
+    lanes[j] = std::fma(static_cast<float>(partial), scale, lanes[j]);
   }
-  return acc;
 }
 
-// Q4_0, Q5_0 and IQ4_NL: signed levels level(block, j) for j < 32, one scale.
+// Q8_0, Q4_0, Q5_0 and IQ4_NL: signed levels level(block, i) for i < 32, one scale.
 template <class Block, class Level>
 float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
   const auto* w = as<Block>(wr);
   const auto* x = as<BlockQ8_0>(xr);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < K / kQK; ++b) {
-    int32_t sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += level(w[b], j) * x[b].qs[j];
-    acc = scaled(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d));
-  }
-  return acc;
+  float lanes[kLanes32] = {};
+  for (int64_t b = 0; b < K / kQK; ++b)
+    accumulate_lanes(lanes, x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
+                     [&](int i) { return level(w[b], i); });
+  return reduce8(lanes);
+}
+
+float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockQ8_0>(w, x, K, [](const BlockQ8_0& b, int i) { return static_cast<int>(b.qs[i]); });
 }
 
 int nibble(const uint8_t* qs, int j) { return j < kQK / 2 ? (qs[j] & 0xF) : (qs[j - kQK / 2] >> 4); }
@@ -108,13 +108,14 @@ template <class Block, class Level>
 float dot_levels_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
   const auto* w = as<Block>(wr);
   const auto* x = as<BlockQ8_1>(xr);
-  float acc = 0.0f;
+  float lanes[kLanes32] = {};
+  float mins = 0.0f;
   for (int64_t b = 0; b < K / kQK; ++b) {
-    int32_t sumi = 0;
-    for (int j = 0; j < kQK; ++j) sumi += level(w[b], j) * x[b].qs[j];
-    acc = scaled_with_min(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d), f16_to_f32(w[b].m), f16_to_f32(x[b].s));
+    accumulate_lanes(lanes, x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
+                     [&](int i) { return level(w[b], i); });
+    mins = mins + f16_to_f32(w[b].m) * f16_to_f32(x[b].s);
   }
-  return acc;
+  return reduce8(lanes) + mins;
 }
 float dot_q4_1(const uint8_t* w, const uint8_t* x, int64_t K) {
   return dot_levels_with_min<BlockQ4_1>(w, x, K, [](const BlockQ4_1& b, int j) { return nibble(b.qs, j); });

@@ -9,13 +9,16 @@
 
 namespace pagoda::quant_combine {
 
-// Q8_0-style: acc + sumi * (d_w * d_x).
-inline float scaled(float acc, int32_t sumi, float d_w, float d_x) {
-  return acc + static_cast<float>(sumi) * (d_w * d_x);
-}
-// Q4_1 / Q5_1 with Q8_1: acc + sumi * (d_w * d_x) + m_w * s_x.
-inline float scaled_with_min(float acc, int32_t sumi, float d_w, float d_x, float m_w, float s_x) {
-  return acc + static_cast<float>(sumi) * (d_w * d_x) + m_w * s_x;
+// The 32-element types keep 8 float lanes: lane j sums, over the blocks in order, the integer partial sum of the
+// block's elements 4j .. 4j + 3 times the block's scale d_w * d_x, with one fused multiply-add:
+//   lane[j] = fma(float(partial[j]), d_w * d_x, lane[j]).
+// The row's result is reduce8(lane) (+ the mins' sum for Q4_1 / Q5_1: sum over blocks of m_w * s_x, in order).
+constexpr int kLanes32 = 8;
+
+// u[i] = l[i] + l[i + 4]; v[i] = u[i] + u[i + 2]; result v[0] + v[1].
+inline float reduce8(const float l[kLanes32]) {
+  const float u0 = l[0] + l[4], u1 = l[1] + l[5], u2 = l[2] + l[6], u3 = l[3] + l[7];
+  return (u0 + u2) + (u1 + u3);
 }
 // K-quants with mins: acc + (d_w * d_x) * sumi - (dmin_w * d_x) * summ.
 inline float k_with_min(float acc, int32_t sumi, int32_t summ, float d_w, float dmin_w, float d_x) {

@@ -28,6 +28,9 @@ inline int32_t hsum(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// f16 -> f32 in hardware (F16C); exact, so the same value as the portable conversion.
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // 16 bytes of packed nibbles -> 32 bytes: low nibbles (elements 0..15), then high nibbles (16..31).
@@ -64,81 +67,84 @@ inline __m256i iq4_levels(const uint8_t* qs) {
   return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), unpack_nibbles(qs));
 }
 
-template <class Ops>
-float dot_q8_0(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = reinterpret_cast<const BlockQ8_0*>(wr);
+// The 8 float lanes of the 32-element types (quant_dot_combine.h): one block's int32 partials, converted and
+// fused-multiply-added with the block's scale; reduce8's tree at the end.
+inline __m256 accumulate_lanes(__m256 lanes, __m256i partials, float scale) {
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(partials), _mm256_set1_ps(scale), lanes);
+}
+inline float reduce_lanes(__m256 lanes) {
+  const __m128 u = _mm_add_ps(_mm256_castps256_ps128(lanes), _mm256_extractf128_ps(lanes, 1));  // l[i] + l[i + 4]
+  const __m128 v = _mm_add_ps(u, _mm_movehl_ps(u, u));                                          // u[i] + u[i + 2]
+  return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));                                      // v[0] + v[1]
+}
+
+// Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0 activations: partials(block, x bytes) gives the block's int32 partials.
+template <class Block, class Partials>
+float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Partials partials) {
+  const auto* w = reinterpret_cast<const Block*>(wr);
   const auto* x = reinterpret_cast<const BlockQ8_0*>(xr);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < K / kQK; ++b) {
-    const __m256i wq = load32(w[b].qs), xq = load32(x[b].qs);
+  __m256 lanes = _mm256_setzero_ps();
+  for (int64_t b = 0; b < K / kQK; ++b)
+    lanes = accumulate_lanes(lanes, partials(w[b], load32(x[b].qs)), half(w[b].d) * half(x[b].d));
+  return reduce_lanes(lanes);
+}
+
+template <class Ops>
+float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockQ8_0>(w, x, K, [](const BlockQ8_0& b, __m256i xq) {
     // sum w * x = sum |w| * (x * sign(w)); |w| <= 128 as unsigned, |x| <= 127.
-    const __m256i p = Ops::dot4(_mm256_setzero_si256(), _mm256_abs_epi8(wq), _mm256_sign_epi8(xq, wq));
-    acc = scaled(acc, hsum(p), f16_to_f32(w[b].d), f16_to_f32(x[b].d));
-  }
-  return acc;
+    const __m256i wq = load32(b.qs);
+    return Ops::dot4(_mm256_setzero_si256(), _mm256_abs_epi8(wq), _mm256_sign_epi8(xq, wq));
+  });
+}
+
+// Levels q - offset with q unsigned: sum q x - offset * sum x, lane by lane.
+template <class Ops, int kOffsetShift>
+inline __m256i offset_partials(__m256i q, __m256i xq) {
+  const __m256i qx = Ops::dot4(_mm256_setzero_si256(), q, xq);
+  const __m256i sx = Ops::dot4(_mm256_setzero_si256(), _mm256_set1_epi8(1), xq);
+  return _mm256_sub_epi32(qx, _mm256_slli_epi32(sx, kOffsetShift));
 }
 
 template <class Ops>
-float dot_q4_0(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = reinterpret_cast<const BlockQ4_0*>(wr);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(xr);
-  const __m256i ones = _mm256_set1_epi8(1);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < K / kQK; ++b) {
-    const __m256i q = unpack_nibbles(w[b].qs), xq = load32(x[b].qs);
-    // sum (q - 8) x = sum q x - 8 sum x
-    const __m256i qx = Ops::dot4(_mm256_setzero_si256(), q, xq);
-    const __m256i sx = Ops::dot4(_mm256_setzero_si256(), ones, xq);
-    acc = scaled(acc, hsum(_mm256_sub_epi32(qx, _mm256_slli_epi32(sx, 3))), f16_to_f32(w[b].d), f16_to_f32(x[b].d));
-  }
-  return acc;
+float dot_q4_0(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockQ4_0>(w, x, K, [](const BlockQ4_0& b, __m256i xq) {
+    return offset_partials<Ops, 3>(unpack_nibbles(b.qs), xq);  // q - 8
+  });
 }
 
 template <class Ops>
-float dot_q5_0(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = reinterpret_cast<const BlockQ5_0*>(wr);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(xr);
-  const __m256i ones = _mm256_set1_epi8(1);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < K / kQK; ++b) {
-    const __m256i q = five_bit_levels(w[b].qs, w[b].qh), xq = load32(x[b].qs);
-    // sum (q - 16) x = sum q x - 16 sum x
-    const __m256i qx = Ops::dot4(_mm256_setzero_si256(), q, xq);
-    const __m256i sx = Ops::dot4(_mm256_setzero_si256(), ones, xq);
-    acc = scaled(acc, hsum(_mm256_sub_epi32(qx, _mm256_slli_epi32(sx, 4))), f16_to_f32(w[b].d), f16_to_f32(x[b].d));
-  }
-  return acc;
+float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockQ5_0>(w, x, K, [](const BlockQ5_0& b, __m256i xq) {
+    return offset_partials<Ops, 4>(five_bit_levels(b.qs, b.qh), xq);  // q - 16
+  });
 }
 
-// Q4_1 / Q5_1 against Q8_1: unsigned levels, then the block's scale and min.
+template <class Ops>
+float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_signed_levels<BlockIQ4_NL>(w, x, K, [](const BlockIQ4_NL& b, __m256i xq) {
+    const __m256i v = iq4_levels(b.qs);
+    return Ops::dot4(_mm256_setzero_si256(), _mm256_abs_epi8(v), _mm256_sign_epi8(xq, v));
+  });
+}
+
+// Q4_1 / Q5_1 against Q8_1: unsigned levels in the lanes, the mins' sum beside them.
 template <class Ops, class Block, bool kFiveBits>
 float dot_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K) {
   const auto* w = reinterpret_cast<const Block*>(wr);
   const auto* x = reinterpret_cast<const BlockQ8_1*>(xr);
-  float acc = 0.0f;
+  __m256 lanes = _mm256_setzero_ps();
+  float mins = 0.0f;
   for (int64_t b = 0; b < K / kQK; ++b) {
     __m256i q;
     if constexpr (kFiveBits)
       q = five_bit_levels(w[b].qs, w[b].qh);
     else
       q = unpack_nibbles(w[b].qs);
-    const int32_t sumi = hsum(Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)));
-    acc = scaled_with_min(acc, sumi, f16_to_f32(w[b].d), f16_to_f32(x[b].d), f16_to_f32(w[b].m), f16_to_f32(x[b].s));
+    lanes = accumulate_lanes(lanes, Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)), half(w[b].d) * half(x[b].d));
+    mins = mins + half(w[b].m) * half(x[b].s);
   }
-  return acc;
-}
-
-template <class Ops>
-float dot_iq4_nl(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = reinterpret_cast<const BlockIQ4_NL*>(wr);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(xr);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < K / kQK; ++b) {
-    const __m256i v = iq4_levels(w[b].qs), xq = load32(x[b].qs);
-    const __m256i p = Ops::dot4(_mm256_setzero_si256(), _mm256_abs_epi8(v), _mm256_sign_epi8(xq, v));
-    acc = scaled(acc, hsum(p), f16_to_f32(w[b].d), f16_to_f32(x[b].d));
-  }
-  return acc;
+  return reduce_lanes(lanes) + mins;
 }
 
 template <class Ops>
@@ -153,7 +159,7 @@ float dot_iq4_xs(const uint8_t* wr, const uint8_t* xr, int64_t K) {
       const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(xq, v));  // pairs <= 2 * 127 * 127
       sum = Ops::madd16(sum, p, _mm256_set1_epi16(static_cast<int16_t>(iq4_xs_scale(w[b], j))));
     }
-    acc = k_plain(acc, hsum(sum), f16_to_f32(w[b].d), x[b].d);
+    acc = k_plain(acc, hsum(sum), half(w[b].d), x[b].d);
   }
   return acc;
 }
@@ -184,7 +190,7 @@ float dot_q45_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
       sum = Ops::madd16(sum, p_lo, _mm256_set1_epi16(sc[2 * c]));
       sum = Ops::madd16(sum, p_hi, _mm256_set1_epi16(sc[2 * c + 1]));
     }
-    acc = k_with_min(acc, hsum(sum), k4_min_sum(m, x[b].bsums), f16_to_f32(w[b].d), f16_to_f32(w[b].dmin), x[b].d);
+    acc = k_with_min(acc, hsum(sum), k4_min_sum(m, x[b].bsums), half(w[b].d), half(w[b].dmin), x[b].d);
   }
   return acc;
 }
@@ -212,7 +218,7 @@ float dot_q6_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
         offset += s0 * x[b].bsums[8 * h + 2 * f] + s1 * x[b].bsums[8 * h + 2 * f + 1];
       }
     }
-    acc = k_plain(acc, hsum(sum) - 32 * offset, f16_to_f32(w[b].d), x[b].d);
+    acc = k_plain(acc, hsum(sum) - 32 * offset, half(w[b].d), x[b].d);
   }
   return acc;
 }
