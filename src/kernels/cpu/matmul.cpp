@@ -68,13 +68,25 @@ void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_token
   pool.parallel_for(num_tokens, [&](int64_t t_begin, int64_t t_end) {
     for (int64_t t = t_begin; t < t_end; ++t) quantize_activations(format, x + t * w.cols, w.cols, xq_data + t * x_bytes);
   });
-  const QuantDotFn dot = quant_dot(w.type, active_isa().isa);
+  const QuantKernels k = quant_kernels(w.type, active_isa().isa);
   const int64_t num_groups = (w.rows + kRowGroup - 1) / kRowGroup;
+  constexpr int64_t kTokenChunk = 64;  // a chunk's quantized activations stay in L2 while rows stream past
   pool.parallel_for(num_groups, [&](int64_t g_begin, int64_t g_end) {
     const int64_t r_end = std::min(g_end * kRowGroup, w.rows);
-    for (int64_t r = g_begin * kRowGroup; r < r_end; ++r) {
-      const uint8_t* row = w.row(r);
-      for (int64_t t = 0; t < num_tokens; ++t) y[t * w.rows + r] = dot(row, xq_data + t * x_bytes, w.cols);
+    for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenChunk) {
+      const int64_t t_end = std::min(t0 + kTokenChunk, num_tokens);
+      for (int64_t r = g_begin * kRowGroup; r < r_end;) {
+        int64_t t = t0;
+        const bool full_rows = k.tile && r + k.tile_rows <= r_end;
+        if (full_rows)  // tiles of tile_rows x tile_tokens; every value as its single dot would give it
+          for (; t + k.tile_tokens <= t_end; t += k.tile_tokens)
+            k.tile(w.row(r), w.row_bytes, xq_data + t * x_bytes, x_bytes, w.cols, y + t * w.rows + r, w.rows);
+        const int64_t rows = full_rows ? k.tile_rows : 1;
+        for (int64_t rr = r; rr < r + rows; ++rr)
+          for (int64_t tt = t; tt < t_end; ++tt)
+            y[tt * w.rows + rr] = k.dot(w.row(rr), xq_data + tt * x_bytes, w.cols);
+        r += rows;
+      }
     }
   });
 }

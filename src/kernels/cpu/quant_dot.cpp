@@ -25,13 +25,19 @@ uint32_t load_u32(const uint8_t* p) {
 
 // --- activations ---------------------------------------------------------------------------------------------
 
-// Q8_0 (and Q8_1's quants): d = max|x| / 127, q = round(x / d) (ties away from zero), |q| <= 127.
+// Round to nearest, ties to even, for |v| < 2^22, in plain float arithmetic (no library call, vectorizable).
+inline float round_even(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (v + kMagic) - kMagic;  // IEEE arithmetic: the compiler may not fold this (no -ffast-math)
+}
+
+// Q8_0 (and Q8_1's quants): d = max|x| / 127, q = round(x / d) (ties to even), |q| <= 127.
 float quantize_block_q8(const float* x, int8_t* q) {
   float amax = 0.0f;
   for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < kQK; ++j) q[j] = static_cast<int8_t>(std::round(x[j] * id));
+  for (int j = 0; j < kQK; ++j) q[j] = static_cast<int8_t>(round_even(x[j] * id));
   return d;
 }
 
@@ -51,7 +57,7 @@ void quantize_q8_k(const float* x, BlockQ8_K& y) {
   }
   const float iscale = -127.0f / max;
   for (int j = 0; j < kQK_K; ++j)
-    y.qs[j] = static_cast<int8_t>(std::min(127, static_cast<int>(std::nearbyint(iscale * x[j]))));
+    y.qs[j] = static_cast<int8_t>(std::min(127, static_cast<int>(round_even(iscale * x[j]))));
   for (int g = 0; g < kQK_K / 16; ++g) {
     int s = 0;
     for (int l = 0; l < 16; ++l) s += y.qs[16 * g + l];
@@ -309,11 +315,12 @@ QuantDotFn quant_dot_portable(GgmlType t) {
   }
 }
 
-QuantDotFn quant_dot(GgmlType t, KernelIsa isa) {
-  QuantDotFn fn = nullptr;
-  if (isa == KernelIsa::kAvx512 && cpu_features().avx512_vnni) fn = quant_dot_avx512(t);
-  if (!fn && (isa == KernelIsa::kAvx512 || isa == KernelIsa::kAvx2)) fn = quant_dot_avx2(t);
-  return fn ? fn : quant_dot_portable(t);
+QuantKernels quant_kernels(GgmlType t, KernelIsa isa) {
+  QuantKernels k;
+  if (isa == KernelIsa::kAvx512 && cpu_features().avx512_vnni) k = quant_kernels_avx512(t);
+  if (!k.dot && (isa == KernelIsa::kAvx512 || isa == KernelIsa::kAvx2)) k = quant_kernels_avx2(t);
+  if (!k.dot) k = QuantKernels{quant_dot_portable(t), nullptr, 0, 0};
+  return k;
 }
 
 }  // namespace pagoda

@@ -30,10 +30,22 @@ void quantize_activations(ActivationFormat f, const float* x, int64_t K, uint8_t
 // dot(weight row of K elements, quantized activation row of K elements).
 using QuantDotFn = float (*)(const uint8_t* w_row, const uint8_t* x_row, int64_t K);
 QuantDotFn quant_dot_portable(GgmlType weight);
-// The SIMD builds; nullptr where a type has no SIMD code (its portable code then runs).
+// Several dots at once: rows w0 + r * w_stride (r < tile_rows) against activation rows x0 + t * x_stride
+// (t < tile_tokens), into y[t * y_stride + r]; bitwise the same values as the single dots.
+using QuantTileFn = void (*)(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K,
+                             float* y, int64_t y_stride);
+struct QuantKernels {
+  QuantDotFn dot = nullptr;
+  QuantTileFn tile = nullptr;  // nullptr: dots only
+  int tile_rows = 0, tile_tokens = 0;
+};
+// The SIMD builds; nullptr / no tile where a type has no SIMD code (its portable code then runs).
 QuantDotFn quant_dot_avx2(GgmlType weight);
 QuantDotFn quant_dot_avx512(GgmlType weight);  // AVX-512 VNNI on 256-bit vectors; needs avx512_vnni
-// The dot for the process's kernel set (or `isa`), falling back to narrower builds for types they lack.
-QuantDotFn quant_dot(GgmlType weight, KernelIsa isa);
+QuantKernels quant_kernels_avx2(GgmlType weight);
+QuantKernels quant_kernels_avx512(GgmlType weight);
+// The kernels for `isa` (the process's kernel set in matmul), falling back to narrower builds for types they lack.
+QuantKernels quant_kernels(GgmlType weight, KernelIsa isa);
+inline QuantDotFn quant_dot(GgmlType weight, KernelIsa isa) { return quant_kernels(weight, isa).dot; }
 
 }  // namespace pagoda

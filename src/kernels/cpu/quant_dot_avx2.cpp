@@ -6,6 +6,7 @@ namespace pagoda {
 namespace {
 
 struct Avx2Ops {
+  static constexpr bool kUnsignedOffset = false;  // maddubs saturates: use the sign trick
   static __m256i dot4(__m256i acc, __m256i u8, __m256i s8) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
   }
@@ -17,5 +18,15 @@ struct Avx2Ops {
 }  // namespace
 
 QuantDotFn quant_dot_avx2(GgmlType weight) { return quant_simd::dot_for<Avx2Ops>(weight); }
+
+// Tiles of 2 rows x 4 tokens (16 ymm registers: 8 accumulators).
+QuantKernels quant_kernels_avx2(GgmlType weight) {
+  QuantKernels k;
+  k.dot = quant_dot_avx2(weight);
+  k.tile = quant_simd::tile_for<Avx2Ops, 2, 4>(weight);
+  k.tile_rows = 2;
+  k.tile_tokens = 4;
+  return k;
+}
 
 }  // namespace pagoda

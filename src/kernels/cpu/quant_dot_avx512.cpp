@@ -11,6 +11,7 @@ namespace pagoda {
 namespace {
 
 struct VnniOps {
+  static constexpr bool kUnsignedOffset = true;  // dpbusd does not saturate
   static __m256i dot4(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_epi32(acc, u8, s8); }
   static __m256i madd16(__m256i acc, __m256i a16, __m256i b16) { return _mm256_dpwssd_epi32(acc, a16, b16); }
 };
@@ -18,5 +19,15 @@ struct VnniOps {
 }  // namespace
 
 QuantDotFn quant_dot_avx512(GgmlType weight) { return quant_simd::dot_for<VnniOps>(weight); }
+
+// Tiles of 4 rows x 4 tokens (32 ymm registers: 16 accumulators).
+QuantKernels quant_kernels_avx512(GgmlType weight) {
+  QuantKernels k;
+  k.dot = quant_dot_avx512(weight);
+  k.tile = quant_simd::tile_for<VnniOps, 4, 4>(weight);
+  k.tile_rows = 4;
+  k.tile_tokens = 4;
+  return k;
+}
 
 }  // namespace pagoda

@@ -78,54 +78,134 @@ inline float reduce_lanes(__m256 lanes) {
   return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));                                      // v[0] + v[1]
 }
 
-// Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0 activations: partials(block, x bytes) gives the block's int32 partials.
-template <class Block, class Partials>
-float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Partials partials) {
-  const auto* w = reinterpret_cast<const Block*>(wr);
-  const auto* x = reinterpret_cast<const BlockQ8_0*>(xr);
-  __m256 lanes = _mm256_setzero_ps();
-  for (int64_t b = 0; b < K / kQK; ++b)
-    lanes = accumulate_lanes(lanes, partials(w[b], load32(x[b].qs)), half(w[b].d) * half(x[b].d));
-  return reduce_lanes(lanes);
+// Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0 activations. A Kind says how a weight block becomes registers (prep), what
+// an activation block contributes once for all rows (token), and how a pair gives the block's int32 partials.
+// Signed weight levels v against signed activations x. With VNNI (Ops::kUnsignedOffset): sum (v + 128) x - 128 sum x,
+// the token's -128 sum x seeding the accumulator, so a pair costs one dpbusd. With maddubs (which saturates above
+// 32767, so v + 128 <= 255 will not do): sum |v| * (x * sign(v)), |v| <= 128 as unsigned, |x| <= 127.
+template <class Ops>
+struct SignedLevels {
+  struct W {
+    __m256i a, b;  // VNNI: v + 128 (as u8), unused; maddubs: |v|, v
+  };
+  static W from_levels(__m256i v) {
+    if constexpr (Ops::kUnsignedOffset)
+      return {_mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))), v};
+    else
+      return {_mm256_abs_epi8(v), v};
+  }
+  static __m256i token(__m256i xq) {
+    if constexpr (Ops::kUnsignedOffset)
+      return _mm256_sub_epi32(_mm256_setzero_si256(),
+                              _mm256_slli_epi32(Ops::dot4(_mm256_setzero_si256(), _mm256_set1_epi8(1), xq), 7));
+    else
+      return _mm256_setzero_si256();
+  }
+  static __m256i partials(const W& w, __m256i xq, __m256i t) {
+    if constexpr (Ops::kUnsignedOffset)
+      return Ops::dot4(t, w.a, xq);
+    else
+      return Ops::dot4(t, w.a, _mm256_sign_epi8(xq, w.b));
+  }
+};
+
+template <class Ops>
+struct KindQ8_0 : SignedLevels<Ops> {
+  using Block = BlockQ8_0;
+  static typename SignedLevels<Ops>::W prep(const Block& b) { return SignedLevels<Ops>::from_levels(load32(b.qs)); }
+};
+
+template <class Ops>
+struct KindIQ4_NL : SignedLevels<Ops> {  // signed table levels
+  using Block = BlockIQ4_NL;
+  static typename SignedLevels<Ops>::W prep(const Block& b) { return SignedLevels<Ops>::from_levels(iq4_levels(b.qs)); }
+};
+
+// Levels q - 2^kShift with q unsigned: sum q x - 2^kShift sum x, lane by lane (Q4_0: 3, Q5_0: 4); the token's
+// -2^kShift sum x seeds the accumulator.
+template <class Ops, class BlockT, int kShift>
+struct KindOffset {
+  using Block = BlockT;
+  struct W {
+    __m256i q;
+  };
+  static W prep(const Block& b) {
+    if constexpr (kShift == 4)
+      return {five_bit_levels(b.qs, b.qh)};
+    else
+      return {unpack_nibbles(b.qs)};
+  }
+  static __m256i token(__m256i xq) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(),
+                            _mm256_slli_epi32(Ops::dot4(_mm256_setzero_si256(), _mm256_set1_epi8(1), xq), kShift));
+  }
+  static __m256i partials(const W& w, __m256i xq, __m256i t) { return Ops::dot4(t, w.q, xq); }
+};
+
+// kRows weight rows x kTokens activation rows: y[t * y_stride + r]. Each pair's lanes see exactly the operations
+// of the 1 x 1 tile (the single dot), so any tiling gives the same bits.
+template <class Kind, int kRows, int kTokens>
+void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
+            int64_t y_stride) {
+  using Block = typename Kind::Block;
+  __m256 acc[kRows][kTokens];
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    typename Kind::W w[kRows];
+    __m256 dw[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      const Block& blk = reinterpret_cast<const Block*>(w0 + r * w_stride)[b];
+      w[r] = Kind::prep(blk);
+      dw[r] = _mm256_set1_ps(half(blk.d));
+    }
+    for (int t = 0; t < kTokens; ++t) {
+      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride)[b];
+      const __m256i xq = load32(xb.qs), tk = Kind::token(xq);
+      const __m256 dx = _mm256_set1_ps(half(xb.d));
+      for (int r = 0; r < kRows; ++r)  // the scale d_w * d_x is one float product, as in the portable code
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w[r], xq, tk)), _mm256_mul_ps(dw[r], dx),
+                                    acc[r][t]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = reduce_lanes(acc[r][t]);
+}
+
+template <class Kind>
+float dot32(const uint8_t* w, const uint8_t* x, int64_t K) {
+  float y;
+  tile32<Kind, 1, 1>(w, 0, x, 0, K, &y, 1);
+  return y;
 }
 
 template <class Ops>
 float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockQ8_0>(w, x, K, [](const BlockQ8_0& b, __m256i xq) {
-    // sum w * x = sum |w| * (x * sign(w)); |w| <= 128 as unsigned, |x| <= 127.
-    const __m256i wq = load32(b.qs);
-    return Ops::dot4(_mm256_setzero_si256(), _mm256_abs_epi8(wq), _mm256_sign_epi8(xq, wq));
-  });
+  return dot32<KindQ8_0<Ops>>(w, x, K);
 }
-
-// Levels q - offset with q unsigned: sum q x - offset * sum x, lane by lane.
-template <class Ops, int kOffsetShift>
-inline __m256i offset_partials(__m256i q, __m256i xq) {
-  const __m256i qx = Ops::dot4(_mm256_setzero_si256(), q, xq);
-  const __m256i sx = Ops::dot4(_mm256_setzero_si256(), _mm256_set1_epi8(1), xq);
-  return _mm256_sub_epi32(qx, _mm256_slli_epi32(sx, kOffsetShift));
-}
-
 template <class Ops>
 float dot_q4_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockQ4_0>(w, x, K, [](const BlockQ4_0& b, __m256i xq) {
-    return offset_partials<Ops, 3>(unpack_nibbles(b.qs), xq);  // q - 8
-  });
+  return dot32<KindOffset<Ops, BlockQ4_0, 3>>(w, x, K);
 }
-
 template <class Ops>
 float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockQ5_0>(w, x, K, [](const BlockQ5_0& b, __m256i xq) {
-    return offset_partials<Ops, 4>(five_bit_levels(b.qs, b.qh), xq);  // q - 16
-  });
+  return dot32<KindOffset<Ops, BlockQ5_0, 4>>(w, x, K);
 }
-
 template <class Ops>
 float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockIQ4_NL>(w, x, K, [](const BlockIQ4_NL& b, __m256i xq) {
-    const __m256i v = iq4_levels(b.qs);
-    return Ops::dot4(_mm256_setzero_si256(), _mm256_abs_epi8(v), _mm256_sign_epi8(xq, v));
-  });
+  return dot32<KindIQ4_NL<Ops>>(w, x, K);
+}
+
+// The tile kernel of a type, or nullptr; rows x tokens per call.
+template <class Ops, int kRows, int kTokens>
+QuantTileFn tile_for(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0: return tile32<KindQ8_0<Ops>, kRows, kTokens>;
+    case GgmlType::Q4_0: return tile32<KindOffset<Ops, BlockQ4_0, 3>, kRows, kTokens>;
+    case GgmlType::Q5_0: return tile32<KindOffset<Ops, BlockQ5_0, 4>, kRows, kTokens>;
+    case GgmlType::IQ4_NL: return tile32<KindIQ4_NL<Ops>, kRows, kTokens>;
+    default: return nullptr;
+  }
 }
 
 // Q4_1 / Q5_1 against Q8_1: unsigned levels in the lanes, the mins' sum beside them.

@@ -122,6 +122,34 @@ TEST_P(QuantDot, EverySimdBuildGivesThePortableBits) {
   RecordProperty("simd_builds_compared", compared);
 }
 
+TEST_P(QuantDot, TilesGiveThePortableBitsOfEveryPair) {
+  const GgmlType t = GetParam();
+  const int64_t K = 512;
+  const auto w = random_rows(t, 8, K, 31);
+  const size_t w_stride = ggml_row_bytes(ggml_type_traits(t), K);
+  const ActivationFormat f = activation_format(t);
+  const size_t x_stride = activation_row_bytes(f, K);
+  const auto x = random_floats(8 * K, 32);
+  std::vector<uint8_t> xq(8 * x_stride);
+  for (int tok = 0; tok < 8; ++tok) quantize_activations(f, x.data() + tok * K, K, xq.data() + tok * x_stride);
+  int tiles = 0;
+  for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+    if (!cpu_can_run(isa) || (isa == KernelIsa::kAvx512 && !cpu_features().avx512_vnni)) continue;
+    const QuantKernels k = isa == KernelIsa::kAvx2 ? quant_kernels_avx2(t) : quant_kernels_avx512(t);
+    if (!k.tile) continue;
+    ++tiles;
+    std::vector<float> y(k.tile_tokens * k.tile_rows);
+    k.tile(w.data(), w_stride, xq.data(), x_stride, K, y.data(), k.tile_rows);
+    for (int tok = 0; tok < k.tile_tokens; ++tok)
+      for (int r = 0; r < k.tile_rows; ++r) {
+        const float want = quant_dot_portable(t)(w.data() + r * w_stride, xq.data() + tok * x_stride, K);
+        EXPECT_EQ(0, std::memcmp(&want, &y[tok * k.tile_rows + r], 4))
+            << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " row " << r << " token " << tok;
+      }
+  }
+  RecordProperty("tile_builds_compared", tiles);
+}
+
 TEST_P(QuantDot, MatmulIsBatchAndThreadInvariant) {
   const GgmlType t = GetParam();
   const int64_t K = 512, N = 50, T = 7;
