@@ -20,13 +20,6 @@ struct Avx2Ops {
 QuantDotFn quant_dot_avx2(GgmlType weight) { return quant_simd::dot_for<Avx2Ops>(weight); }
 
 // Tiles of 2 rows x 4 tokens (16 ymm registers: 8 accumulators).
-QuantKernels quant_kernels_avx2(GgmlType weight) {
-  QuantKernels k;
-  k.dot = quant_dot_avx2(weight);
-  k.tile = quant_simd::tile_for<Avx2Ops, 2, 4>(weight);
-  k.tile_rows = 2;
-  k.tile_tokens = 4;
-  return k;
-}
+QuantKernels quant_kernels_avx2(GgmlType weight) { return quant_simd::kernels_for<Avx2Ops, 2, 4>(weight); }
 
 }  // namespace pagoda

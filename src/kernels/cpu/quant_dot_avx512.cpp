@@ -21,13 +21,6 @@ struct VnniOps {
 QuantDotFn quant_dot_avx512(GgmlType weight) { return quant_simd::dot_for<VnniOps>(weight); }
 
 // Tiles of 4 rows x 4 tokens (32 ymm registers: 16 accumulators).
-QuantKernels quant_kernels_avx512(GgmlType weight) {
-  QuantKernels k;
-  k.dot = quant_dot_avx512(weight);
-  k.tile = quant_simd::tile_for<VnniOps, 4, 4>(weight);
-  k.tile_rows = 4;
-  k.tile_tokens = 4;
-  return k;
-}
+QuantKernels quant_kernels_avx512(GgmlType weight) { return quant_simd::kernels_for<VnniOps, 4, 4>(weight); }
 
 }  // namespace pagoda

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "io/quant_blocks.h"
 #include "util/fp16.h"
@@ -29,9 +30,21 @@ inline float k_plain(float acc, int32_t sumi, float d_w, float d_x) {
   return acc + (d_w * d_x) * static_cast<float>(sumi);
 }
 
-// Q4_K / Q5_K: the 8 sub-block scales and mins of a super-block.
+// Q4_K / Q5_K: the 8 sub-block scales and mins of a super-block, four at a time (the values of
+// unpack_k4_scale_min): bytes 0..3 and 4..7 hold scales and mins 0..3 in their low 6 bits; scales and mins 4..7
+// take their low 4 bits from the nibbles of bytes 8..11 and their top 2 bits from bits 6..7 of bytes 0..3 / 4..7.
 inline void k4_scales(const uint8_t* packed, uint8_t sc[8], uint8_t m[8]) {
-  for (int j = 0; j < 8; ++j) unpack_k4_scale_min(packed, j, &sc[j], &m[j]);
+  uint32_t a, b, c;
+  std::memcpy(&a, packed, 4);
+  std::memcpy(&b, packed + 4, 4);
+  std::memcpy(&c, packed + 8, 4);
+  const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+  const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+  std::memcpy(sc, &sc_lo, 4);
+  std::memcpy(sc + 4, &sc_hi, 4);
+  std::memcpy(m, &m_lo, 4);
+  std::memcpy(m + 4, &m_hi, 4);
 }
 // sum_j m_j * (bsums[2j] + bsums[2j + 1]): the mins' share, exact.
 inline int32_t k4_min_sum(const uint8_t m[8], const int16_t* bsums) {

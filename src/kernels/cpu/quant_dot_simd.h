@@ -196,17 +196,6 @@ float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
   return dot32<KindIQ4_NL<Ops>>(w, x, K);
 }
 
-// The tile kernel of a type, or nullptr; rows x tokens per call.
-template <class Ops, int kRows, int kTokens>
-QuantTileFn tile_for(GgmlType t) {
-  switch (t) {
-    case GgmlType::Q8_0: return tile32<KindQ8_0<Ops>, kRows, kTokens>;
-    case GgmlType::Q4_0: return tile32<KindOffset<Ops, BlockQ4_0, 3>, kRows, kTokens>;
-    case GgmlType::Q5_0: return tile32<KindOffset<Ops, BlockQ5_0, 4>, kRows, kTokens>;
-    case GgmlType::IQ4_NL: return tile32<KindIQ4_NL<Ops>, kRows, kTokens>;
-    default: return nullptr;
-  }
-}
 
 // Q4_1 / Q5_1 against Q8_1: unsigned levels in the lanes, the mins' sum beside them.
 template <class Ops, class Block, bool kFiveBits>
@@ -244,63 +233,126 @@ float dot_iq4_xs(const uint8_t* wr, const uint8_t* xr, int64_t K) {
   return acc;
 }
 
-// Q4_K, and Q5_K with the fifth bit of sub-block j's element l at bit j of qh[l].
-template <class Ops, class Block, bool kFiveBits>
-float dot_q45_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = reinterpret_cast<const Block*>(wr);
-  const auto* x = reinterpret_cast<const BlockQ8_K*>(xr);
+inline int32_t hsum4(__m128i s) {
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// Q4_K, and Q5_K with the fifth bit of sub-block j's element l at bit j of qh[l]: kRows x kTokens dots at once
+// (y[t * y_stride + r]); every pair's integers and float updates are those of the 1 x 1 tile (the single dot).
+template <class Ops, class Block, bool kFiveBits, int kRows, int kTokens>
+void tile_q45_k(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
+                int64_t y_stride) {
   const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-  float acc = 0.0f;
+  float acc[kRows][kTokens] = {};
   for (int64_t b = 0; b < K / kQK_K; ++b) {
-    uint8_t sc[8], m[8];
-    k4_scales(w[b].scales, sc, m);
-    __m256i sum = _mm256_setzero_si256();
-    __m256i qh = _mm256_setzero_si256();
-    if constexpr (kFiveBits) qh = load32(w[b].qh);
-    for (int c = 0; c < 4; ++c) {  // 32 bytes: sub-block 2c in the low nibbles, 2c + 1 in the high ones
-      const __m256i bytes = load32(w[b].qs + 32 * c);
-      __m256i lo = _mm256_and_si256(bytes, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-      if constexpr (kFiveBits) {
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
-        qh = _mm256_srli_epi16(qh, 2);
-      }
-      const __m256i p_lo = _mm256_maddubs_epi16(lo, load32(x[b].qs + 64 * c));  // pairs <= 2 * 31 * 127
-      const __m256i p_hi = _mm256_maddubs_epi16(hi, load32(x[b].qs + 64 * c + 32));
-      sum = Ops::madd16(sum, p_lo, _mm256_set1_epi16(sc[2 * c]));
-      sum = Ops::madd16(sum, p_hi, _mm256_set1_epi16(sc[2 * c + 1]));
+    const Block* w[kRows];
+    const BlockQ8_K* x[kTokens];
+    for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const Block*>(w0 + r * w_stride) + b;
+    for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+    uint8_t sc[kRows][8], mins[kRows][8];
+    __m256i qh[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      k4_scales(w[r]->scales, sc[r], mins[r]);
+      if constexpr (kFiveBits) qh[r] = load32(w[r]->qh);
     }
-    acc = k_with_min(acc, hsum(sum), k4_min_sum(m, x[b].bsums), half(w[b].d), half(w[b].dmin), x[b].d);
+    __m256i sum[kRows][kTokens];
+    for (int r = 0; r < kRows; ++r)
+      for (int t = 0; t < kTokens; ++t) sum[r][t] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {  // 32 bytes: sub-block 2c in the low nibbles, 2c + 1 in the high ones
+      __m256i lo[kRows], hi[kRows], s_lo[kRows], s_hi[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        const __m256i bytes = load32(w[r]->qs + 32 * c);
+        lo[r] = _mm256_and_si256(bytes, m4);
+        hi[r] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+        if constexpr (kFiveBits) {
+          lo[r] = _mm256_or_si256(lo[r], _mm256_slli_epi16(_mm256_and_si256(qh[r], one), 4));
+          hi[r] = _mm256_or_si256(hi[r], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh[r], 1), one), 4));
+          qh[r] = _mm256_srli_epi16(qh[r], 2);
+        }
+        s_lo[r] = _mm256_set1_epi16(sc[r][2 * c]);
+        s_hi[r] = _mm256_set1_epi16(sc[r][2 * c + 1]);
+      }
+      for (int t = 0; t < kTokens; ++t) {
+        const __m256i x_lo = load32(x[t]->qs + 64 * c), x_hi = load32(x[t]->qs + 64 * c + 32);
+        for (int r = 0; r < kRows; ++r) {  // maddubs pairs <= 2 * 31 * 127
+          sum[r][t] = Ops::madd16(sum[r][t], _mm256_maddubs_epi16(lo[r], x_lo), s_lo[r]);
+          sum[r][t] = Ops::madd16(sum[r][t], _mm256_maddubs_epi16(hi[r], x_hi), s_hi[r]);
+        }
+      }
+    }
+    for (int t = 0; t < kTokens; ++t) {
+      // bsums[2j] + bsums[2j + 1] for j < 8 (each <= 4064: int16), then sum_j m_j * that.
+      const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums)),
+                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums + 8)));
+      for (int r = 0; r < kRows; ++r) {
+        const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins[r])));
+        const int32_t summ = hsum4(_mm_madd_epi16(m16, pairs));
+        acc[r][t] = k_with_min(acc[r][t], hsum(sum[r][t]), summ, half(w[r]->d), half(w[r]->dmin), x[t]->d);
+      }
+    }
   }
-  return acc;
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = acc[r][t];
+}
+
+template <class Ops, int kRows, int kTokens>
+void tile_q6_k(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
+               int64_t y_stride) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+  float acc[kRows][kTokens] = {};
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    const BlockQ6_K* w[kRows];
+    const BlockQ8_K* x[kTokens];
+    for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const BlockQ6_K*>(w0 + r * w_stride) + b;
+    for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+    __m256i sum[kRows][kTokens];
+    for (int r = 0; r < kRows; ++r)
+      for (int t = 0; t < kTokens; ++t) sum[r][t] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h)
+      for (int f = 0; f < 4; ++f) {
+        __m256i q[kRows], scales[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          const __m256i ql = load32(w[r]->ql + 64 * h + 32 * (f & 1));
+          const __m256i low = _mm256_and_si256(f >> 1 ? _mm256_srli_epi16(ql, 4) : ql, m4);
+          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(load32(w[r]->qh + 32 * h), 2 * f), m2);
+          q[r] = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));  // 0..63
+          scales[r] = _mm256_set_m128i(_mm_set1_epi16(w[r]->scales[8 * h + 2 * f + 1]),
+                                       _mm_set1_epi16(w[r]->scales[8 * h + 2 * f]));
+        }
+        for (int t = 0; t < kTokens; ++t) {
+          const __m256i xv = load32(x[t]->qs + 128 * h + 32 * f);
+          for (int r = 0; r < kRows; ++r)  // maddubs pairs <= 2 * 63 * 127
+            sum[r][t] = Ops::madd16(sum[r][t], _mm256_maddubs_epi16(q[r], xv), scales[r]);
+        }
+      }
+    for (int t = 0; t < kTokens; ++t) {
+      const __m256i bsums = load32(x[t]->bsums);
+      for (int r = 0; r < kRows; ++r) {
+        // sum over groups of sc * bsum: the levels' -32 times 32
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r]->scales)));
+        const int32_t offset = hsum(_mm256_madd_epi16(sc16, bsums));
+        acc[r][t] = k_plain(acc[r][t], hsum(sum[r][t]) - 32 * offset, half(w[r]->d), x[t]->d);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = acc[r][t];
+}
+
+template <class Ops, class Block, bool kFiveBits>
+float dot_q45_k(const uint8_t* w, const uint8_t* x, int64_t K) {
+  float y;
+  tile_q45_k<Ops, Block, kFiveBits, 1, 1>(w, 0, x, 0, K, &y, 1);
+  return y;
 }
 
 template <class Ops>
-float dot_q6_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = reinterpret_cast<const BlockQ6_K*>(wr);
-  const auto* x = reinterpret_cast<const BlockQ8_K*>(xr);
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < K / kQK_K; ++b) {
-    __m256i sum = _mm256_setzero_si256();
-    int32_t offset = 0;  // sum over groups of sc * 32 * bsum: the -32 of every level
-    for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = load32(w[b].ql + 64 * h), ql1 = load32(w[b].ql + 64 * h + 32);
-      const __m256i qh = load32(w[b].qh + 32 * h);
-      for (int f = 0; f < 4; ++f) {
-        const __m256i ql = (f & 1) ? ql1 : ql0;
-        const __m256i low = _mm256_and_si256(f >> 1 ? _mm256_srli_epi16(ql, 4) : ql, m4);
-        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * f), m2);
-        const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));  // 0..63
-        const __m256i p = _mm256_maddubs_epi16(q, load32(x[b].qs + 128 * h + 32 * f));  // pairs <= 2 * 63 * 127
-        const int8_t s0 = w[b].scales[8 * h + 2 * f], s1 = w[b].scales[8 * h + 2 * f + 1];
-        sum = Ops::madd16(sum, p, _mm256_set_m128i(_mm_set1_epi16(s1), _mm_set1_epi16(s0)));
-        offset += s0 * x[b].bsums[8 * h + 2 * f] + s1 * x[b].bsums[8 * h + 2 * f + 1];
-      }
-    }
-    acc = k_plain(acc, hsum(sum) - 32 * offset, half(w[b].d), x[b].d);
-  }
-  return acc;
+float dot_q6_k(const uint8_t* w, const uint8_t* x, int64_t K) {
+  float y;
+  tile_q6_k<Ops, 1, 1>(w, 0, x, 0, K, &y, 1);
+  return y;
 }
 
 template <class Ops>
@@ -318,6 +370,30 @@ QuantDotFn dot_for(GgmlType t) {
     case GgmlType::Q6_K: return dot_q6_k<Ops>;
     default: return nullptr;
   }
+}
+
+// A type's kernels: its dot, and its tile of kRows x kTokens (the super-block types use kRows / 2 rows: their
+// unpacked weights take more registers).
+template <class Ops, int kRows, int kTokens>
+QuantKernels kernels_for(GgmlType t) {
+  constexpr int kKRows = kRows / 2 > 0 ? kRows / 2 : 1;
+  QuantKernels k;
+  k.dot = dot_for<Ops>(t);
+  k.tile_rows = kRows;
+  k.tile_tokens = kTokens;
+  switch (t) {
+    case GgmlType::Q8_0: k.tile = tile32<KindQ8_0<Ops>, kRows, kTokens>; break;
+    case GgmlType::Q4_0: k.tile = tile32<KindOffset<Ops, BlockQ4_0, 3>, kRows, kTokens>; break;
+    case GgmlType::Q5_0: k.tile = tile32<KindOffset<Ops, BlockQ5_0, 4>, kRows, kTokens>; break;
+    case GgmlType::IQ4_NL: k.tile = tile32<KindIQ4_NL<Ops>, kRows, kTokens>; break;
+    case GgmlType::Q4_K: k.tile = tile_q45_k<Ops, BlockQ4_K, false, kKRows, kTokens>; break;
+    case GgmlType::Q5_K: k.tile = tile_q45_k<Ops, BlockQ5_K, true, kKRows, kTokens>; break;
+    case GgmlType::Q6_K: k.tile = tile_q6_k<Ops, kKRows, kTokens>; break;
+    default: break;
+  }
+  if (t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K) k.tile_rows = kKRows;
+  if (!k.tile) k.tile_rows = k.tile_tokens = 0;
+  return k;
 }
 
 }  // namespace pagoda::quant_simd

@@ -12,6 +12,7 @@
 #include "io/quant_blocks.h"
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_dot_combine.h"
 #include "util/fp16.h"
 #include "util/rng.h"
 
@@ -173,6 +174,22 @@ TEST(QuantDot, SimdBuildsCoverEveryTypeButQ2KAndQ3K) {
     const bool expected = t != GgmlType::Q2_K && t != GgmlType::Q3_K;
     EXPECT_EQ(quant_dot_avx2(t) != nullptr, expected) << ggml_type_traits(t).name;
     EXPECT_EQ(quant_dot_avx512(t) != nullptr, expected) << ggml_type_traits(t).name;
+  }
+}
+
+TEST(QuantDot, WordWiseK4ScalesEqualTheByteWiseUnpacking) {
+  Rng rng(5);
+  for (int i = 0; i < 1000; ++i) {
+    uint8_t packed[12];
+    for (auto& b : packed) b = static_cast<uint8_t>(rng.next_u64());
+    uint8_t sc[8], m[8];
+    quant_combine::k4_scales(packed, sc, m);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t want_sc, want_m;
+      unpack_k4_scale_min(packed, j, &want_sc, &want_m);
+      ASSERT_EQ(sc[j], want_sc) << j;
+      ASSERT_EQ(m[j], want_m) << j;
+    }
   }
 }
 
