@@ -71,22 +71,26 @@ void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_token
   const QuantKernels k = quant_kernels(w.type, active_isa().isa);
   const int64_t num_groups = (w.rows + kRowGroup - 1) / kRowGroup;
   constexpr int64_t kTokenChunk = 64;  // a chunk's quantized activations stay in L2 while rows stream past
+  // Dots over rows [r_begin, r_end) x tokens [t_begin, t_end), with `fn` taking `fn_rows` rows x `fn_tokens` tokens
+  // where a whole block of them fits and single dots elsewhere. Every value is bitwise its single dot.
+  auto run = [&](QuantTileFn fn, int fn_rows, int fn_tokens, int64_t r_begin, int64_t r_end, int64_t t_begin,
+                 int64_t t_end) {
+    const int64_t t_full = fn ? t_begin + (t_end - t_begin) / fn_tokens * fn_tokens : t_begin;
+    const int64_t r_full = fn ? r_begin + (r_end - r_begin) / fn_rows * fn_rows : r_begin;
+    for (int64_t r = r_begin; r < r_full; r += fn_rows)
+      for (int64_t t = t_begin; t < t_full; t += fn_tokens)
+        fn(w.row(r), w.row_bytes, xq_data + t * x_bytes, x_bytes, w.cols, y + t * w.rows + r, w.rows);
+    for (int64_t r = r_begin; r < r_end; ++r)
+      for (int64_t t = (r < r_full ? t_full : t_begin); t < t_end; ++t)
+        y[t * w.rows + r] = k.dot(w.row(r), xq_data + t * x_bytes, w.cols);
+  };
   pool.parallel_for(num_groups, [&](int64_t g_begin, int64_t g_end) {
-    const int64_t r_end = std::min(g_end * kRowGroup, w.rows);
+    const int64_t r_begin = g_begin * kRowGroup, r_end = std::min(g_end * kRowGroup, w.rows);
     for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenChunk) {
       const int64_t t_end = std::min(t0 + kTokenChunk, num_tokens);
-      for (int64_t r = g_begin * kRowGroup; r < r_end;) {
-        int64_t t = t0;
-        const bool full_rows = k.tile && r + k.tile_rows <= r_end;
-        if (full_rows)  // tiles of tile_rows x tile_tokens; every value as its single dot would give it
-          for (; t + k.tile_tokens <= t_end; t += k.tile_tokens)
-            k.tile(w.row(r), w.row_bytes, xq_data + t * x_bytes, x_bytes, w.cols, y + t * w.rows + r, w.rows);
-        const int64_t rows = full_rows ? k.tile_rows : 1;
-        for (int64_t rr = r; rr < r + rows; ++rr)
-          for (int64_t tt = t; tt < t_end; ++tt)
-            y[tt * w.rows + rr] = k.dot(w.row(rr), xq_data + tt * x_bytes, w.cols);
-        r += rows;
-      }
+      // Tiles of tile_rows x tile_tokens (prefill), single dots for the rest (decode: each row streams past once,
+      // in address order; interleaving several rows measured 2x slower on decode).
+      run(k.tile, k.tile_rows, k.tile_tokens, r_begin, r_end, t0, t_end);
     }
   });
 }
