@@ -1,8 +1,9 @@
 // pagoda synth --arch llama --dim D --layers L --heads H --kv-heads K --ffn F --vocab-from VOCAB.gguf
-//              --dtype f32|f16|bf16|q8_0 --seed S -o OUT.gguf
+//              --dtype f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q6_k --seed S -o OUT.gguf
 #include <cstdio>
 
 #include "commands.h"
+#include "io/quantize.h"
 #include "model/synth.h"
 
 namespace pagoda::cli {
@@ -18,8 +19,9 @@ struct SynthCliOptions {
 int run(SynthCliOptions o) {
   auto dtype = parse_ggml_type(o.dtype);
   const bool writable = dtype && (*dtype == GgmlType::F32 || *dtype == GgmlType::F16 || *dtype == GgmlType::BF16 ||
-                                  *dtype == GgmlType::Q8_0);
-  if (!writable) return fail("--dtype '" + o.dtype + "' is not one of f32, f16, bf16, q8_0");
+                                  can_quantize(*dtype));
+  if (!writable)
+    return fail("--dtype '" + o.dtype + "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k");
   o.synth.dtype = *dtype;
   auto vocab = GgufFile::open(o.vocab_path);
   if (!vocab.ok()) return fail(vocab.error().message);
@@ -44,7 +46,7 @@ void add_synth_command(CLI::App& app, Action& action) {
   cmd->add_option("--ffn", opts->synth.ffn, "Feed-forward width")->required();
   cmd->add_option("--context", opts->synth.context, "Training context length to record (default 2048)");
   cmd->add_option("--vocab-from", opts->vocab_path, "GGUF file whose vocabulary to copy")->required();
-  cmd->add_option("--dtype", opts->dtype, "Weight type: f32, f16, bf16, q8_0 (default f16)");
+  cmd->add_option("--dtype", opts->dtype, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k (default f16)");
   cmd->add_option("--seed", opts->synth.seed, "Random seed (default 0)")->check(uint64_text());
   cmd->add_option("-o,--output", opts->out_path, "Output file")->required();
   cmd->callback([opts, &action] {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "io/quant_blocks.h"
+#include "io/quantize.h"
 #include "util/fp16.h"
 #include "util/rng.h"
 
@@ -16,13 +16,19 @@ uint32_t file_type_of(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return 0;
     case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
     case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q4_K: return 14;  // "Q4_K_S": every matrix Q4_K
+    case GgmlType::Q6_K: return 18;
     case GgmlType::BF16: return 32;
     default: return 0;
   }
 }
 
-// Encodes f32 values as `type` (Q8_0 the way ggml's reference quantizer does: scale = max|x| / 127).
+// Encodes f32 values as `type` (float types directly, quantized ones through io/quantize.h).
 std::vector<uint8_t> encode(const std::vector<float>& values, GgmlType type) {
   std::vector<uint8_t> out;
   switch (type) {
@@ -38,22 +44,11 @@ std::vector<uint8_t> encode(const std::vector<float>& values, GgmlType type) {
         h[i] = type == GgmlType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
       break;
     }
-    case GgmlType::Q8_0: {
-      const size_t n_blocks = values.size() / kQK;
-      out.resize(n_blocks * sizeof(BlockQ8_0));
-      auto* blocks = reinterpret_cast<BlockQ8_0*>(out.data());
-      for (size_t b = 0; b < n_blocks; ++b) {
-        const float* x = values.data() + b * kQK;
-        float amax = 0.0f;
-        for (int i = 0; i < kQK; ++i) amax = std::max(amax, std::fabs(x[i]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        blocks[b].d = f32_to_f16(d);
-        for (int i = 0; i < kQK; ++i) blocks[b].qs[i] = static_cast<int8_t>(std::round(x[i] * id));
-      }
+    default: {
+      auto bytes = quantize_values(type, values.data(), static_cast<int64_t>(values.size()));
+      if (bytes.ok()) out = std::move(*bytes);  // synthesize_model checked the type and the shapes
       break;
     }
-    default: break;
   }
   return out;
 }
@@ -83,6 +78,9 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   if (o.dim % o.heads != 0) return make_error("--dim must be a multiple of --heads");
   if (o.heads % o.kv_heads != 0) return make_error("--heads must be a multiple of --kv-heads");
   if ((o.dim / o.heads) % 2 != 0) return make_error("the head size (--dim / --heads) must be even");
+  const bool float_type = o.dtype == GgmlType::F32 || o.dtype == GgmlType::F16 || o.dtype == GgmlType::BF16;
+  if (!float_type && !can_quantize(o.dtype))
+    return make_error(std::string("pagoda synth cannot write ") + ggml_type_traits(o.dtype).name + " tensors");
   const uint32_t block = ggml_type_traits(o.dtype).block_elems;
   if (o.dim % block != 0 || o.ffn % block != 0)
     return make_error("--dim and --ffn must be multiples of " + std::to_string(block) + " for " +

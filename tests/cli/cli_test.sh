@@ -66,6 +66,15 @@ expect_error "unknown flag" "--bogus" -- run "$model" -p hi --bogus
 expect_error "missing prompt" "prompt" -- run "$model"
 expect_error "no subcommand" "subcommand" --
 expect_error "bad dtype" "dtype 'q3' is not one of" -- synth --dim 64 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q3 -o "$tmp/x.gguf"
+# Quantized synthetic models: every type synth writes loads and generates (dim and ffn multiples of 256).
+for dtype in q4_0 q4_1 q5_0 q5_1 q4_k q6_k; do
+  timeout 120 "$pagoda" synth --arch llama --dim 256 --layers 1 --heads 4 --ffn 256 \
+    --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype "$dtype" -o "$tmp/synth-$dtype.gguf" 2>/dev/null &&
+    timeout 60 "$pagoda" run "$tmp/synth-$dtype.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 &&
+    ok || bad "synth --dtype $dtype, then run"
+done
+expect_error "synth K-quant shape" "multiples of 256 for Q4_K" -- synth --dim 64 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q4_k -o "$tmp/x.gguf"
+expect_error "synth unwritable type" "dtype 'iq4_xs' is not one of" -- synth --dim 256 --layers 1 --heads 4 --ffn 256 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype iq4_xs -o "$tmp/x.gguf"
 expect_error "bad synth shape" "multiple of --heads" -- synth --dim 65 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" -o "$tmp/x.gguf"
 expect_error "bench context" "exceeds the model's context" -- bench "$model" -p 100000 -n 1
 expect_error "vocab-only model" "tensor 'token_embd.weight' is missing" -- run "$shared/vocab/ggml-vocab-llama-spm.gguf" -p hi
