@@ -264,7 +264,7 @@ ActivationFormat activation_format(GgmlType t) {
 
 size_t activation_row_bytes(ActivationFormat f, int64_t K) {
   switch (f) {
-    case ActivationFormat::kQ8_0: return K / kQK * sizeof(BlockQ8_0);
+    case ActivationFormat::kQ8_0: return K / kQK * (sizeof(BlockQ8_0) + sizeof(int32_t) * kLanes32);
     case ActivationFormat::kQ8_1: return K / kQK * sizeof(BlockQ8_1);
     case ActivationFormat::kQ8_K: return K / kQK_K * sizeof(BlockQ8_K);
   }
@@ -275,7 +275,14 @@ void quantize_activations(ActivationFormat f, const float* x, int64_t K, uint8_t
   switch (f) {
     case ActivationFormat::kQ8_0: {
       auto* y = reinterpret_cast<BlockQ8_0*>(out);
-      for (int64_t b = 0; b < K / kQK; ++b) y[b].d = f32_to_f16(quantize_block_q8(x + b * kQK, y[b].qs));
+      uint8_t* lane_sums = out + K / kQK * sizeof(BlockQ8_0);  // [K / 32][8] int32, unaligned
+      for (int64_t b = 0; b < K / kQK; ++b) {
+        y[b].d = f32_to_f16(quantize_block_q8(x + b * kQK, y[b].qs));
+        for (int j = 0; j < kLanes32; ++j) {
+          const int32_t sum = y[b].qs[4 * j] + y[b].qs[4 * j + 1] + y[b].qs[4 * j + 2] + y[b].qs[4 * j + 3];
+          std::memcpy(lane_sums + (b * kLanes32 + j) * sizeof(int32_t), &sum, sizeof sum);
+        }
+      }
       return;
     }
     case ActivationFormat::kQ8_1: {

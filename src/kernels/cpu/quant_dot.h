@@ -22,7 +22,9 @@ enum class ActivationFormat { kQ8_0, kQ8_1, kQ8_K };
 // Whether matmuls on this weight type go through the integer dot products (every supported quantized type).
 bool uses_integer_dot(GgmlType weight);
 ActivationFormat activation_format(GgmlType weight);
-// Bytes of one quantized activation row of K elements (K a multiple of the format's block).
+// Bytes of one quantized activation row of K elements (K a multiple of the format's block). A Q8_0 row is its K / 32
+// blocks followed by [K / 32][8] int32: each block's sums of elements 4j .. 4j + 3 (what the SIMD dots of the offset
+// types need once per token, not once per weight row).
 size_t activation_row_bytes(ActivationFormat f, int64_t K);
 // x [K] -> out [activation_row_bytes(f, K)].
 void quantize_activations(ActivationFormat f, const float* x, int64_t K, uint8_t* out);

@@ -94,10 +94,9 @@ struct SignedLevels {
     else
       return {_mm256_abs_epi8(v), v};
   }
-  static __m256i token(__m256i xq) {
+  static __m256i token(__m256i lane_sums) {
     if constexpr (Ops::kUnsignedOffset)
-      return _mm256_sub_epi32(_mm256_setzero_si256(),
-                              _mm256_slli_epi32(Ops::dot4(_mm256_setzero_si256(), _mm256_set1_epi8(1), xq), 7));
+      return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(lane_sums, 7));
     else
       return _mm256_setzero_si256();
   }
@@ -135,9 +134,8 @@ struct KindOffset {
     else
       return {unpack_nibbles(b.qs)};
   }
-  static __m256i token(__m256i xq) {
-    return _mm256_sub_epi32(_mm256_setzero_si256(),
-                            _mm256_slli_epi32(Ops::dot4(_mm256_setzero_si256(), _mm256_set1_epi8(1), xq), kShift));
+  static __m256i token(__m256i lane_sums) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(lane_sums, kShift));
   }
   static __m256i partials(const W& w, __m256i xq, __m256i t) { return Ops::dot4(t, w.q, xq); }
 };
@@ -161,7 +159,9 @@ void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stri
     }
     for (int t = 0; t < kTokens; ++t) {
       const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride)[b];
-      const __m256i xq = load32(xb.qs), tk = Kind::token(xq);
+      // The row's lane sums follow its blocks (quant_dot.h).
+      const uint8_t* lane_sums = x0 + t * x_stride + (K / kQK) * sizeof(BlockQ8_0) + b * 32;
+      const __m256i xq = load32(xb.qs), tk = Kind::token(load32(lane_sums));
       const __m256 dx = _mm256_set1_ps(half(xb.d));
       for (int r = 0; r < kRows; ++r)  // the scale d_w * d_x is one float product, as in the portable code
         acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w[r], xq, tk)), _mm256_mul_ps(dw[r], dx),
