@@ -25,9 +25,11 @@ uint32_t load_u32(const uint8_t* p) {
 
 // --- activations ---------------------------------------------------------------------------------------------
 
-// Round to nearest, ties to even, for |v| < 2^22, in plain float arithmetic (no library call, vectorizable).
+// v clamped to [-127, 127] (NaN to -127: an activation row with inf or NaN must not make the cast undefined), then
+// rounded to nearest, ties to even, in plain float arithmetic (no library call, vectorizable).
 inline float round_even(float v) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  v = std::fmax(-127.0f, std::fmin(127.0f, v));
   return (v + kMagic) - kMagic;  // IEEE arithmetic: the compiler may not fold this (no -ffast-math)
 }
 
@@ -57,7 +59,7 @@ void quantize_q8_k(const float* x, BlockQ8_K& y) {
   }
   const float iscale = -127.0f / max;
   for (int j = 0; j < kQK_K; ++j)
-    y.qs[j] = static_cast<int8_t>(std::min(127, static_cast<int>(round_even(iscale * x[j]))));
+    y.qs[j] = static_cast<int8_t>(round_even(iscale * x[j]));
   for (int g = 0; g < kQK_K / 16; ++g) {
     int s = 0;
     for (int l = 0; l < 16; ++l) s += y.qs[16 * g + l];

@@ -193,6 +193,25 @@ TEST(QuantDot, WordWiseK4ScalesEqualTheByteWiseUnpacking) {
   }
 }
 
+TEST(QuantDot, NonFiniteActivationsQuantizeToBoundedLevels) {
+  // An overflowing layer must not make the float-to-int conversion undefined: levels stay within [-127, 127].
+  std::vector<float> x(256, 0.5f);
+  x[3] = INFINITY;
+  x[40] = NAN;
+  x[41] = -INFINITY;
+  for (ActivationFormat f : {ActivationFormat::kQ8_0, ActivationFormat::kQ8_1, ActivationFormat::kQ8_K}) {
+    std::vector<uint8_t> xq(activation_row_bytes(f, 256));
+    quantize_activations(f, x.data(), 256, xq.data());
+    const size_t block = f == ActivationFormat::kQ8_K ? sizeof(BlockQ8_K) : f == ActivationFormat::kQ8_0 ? 34 : 36;
+    const size_t offset = f == ActivationFormat::kQ8_K ? 4 : f == ActivationFormat::kQ8_0 ? 2 : 4;
+    const int per_block = f == ActivationFormat::kQ8_K ? 256 : 32;
+    for (int k = 0; k < 256; ++k) {
+      const int8_t q = static_cast<int8_t>(xq[(k / per_block) * block + offset + k % per_block]);
+      EXPECT_GE(q, -127) << k;
+    }
+  }
+}
+
 TEST(QuantDot, EveryRunnableQuantizedTypeUsesTheIntegerPath) {
   for (GgmlType t : kTypes) EXPECT_TRUE(uses_integer_dot(t)) << ggml_type_traits(t).name;
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) EXPECT_FALSE(uses_integer_dot(t));
