@@ -96,7 +96,8 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   GgufWriter w;
   w.set_string("general.architecture", "llama");
   w.set_string("general.name", "pagoda-synth");
-  w.set_uint32("general.file_type", file_type_of(o.dtype));
+  if (o.q4_k_m && o.dtype != GgmlType::Q4_K) return make_error("the Q4_K_M mix needs dtype Q4_K");
+  w.set_uint32("general.file_type", o.q4_k_m ? 15 : file_type_of(o.dtype));
   w.set_uint32("llama.context_length", static_cast<uint32_t>(o.context));
   w.set_uint32("llama.embedding_length", static_cast<uint32_t>(o.dim));
   w.set_uint32("llama.block_count", static_cast<uint32_t>(o.layers));
@@ -112,8 +113,21 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
 
   Rng rng(o.seed);
   const auto u64 = [](int64_t v) { return static_cast<uint64_t>(v); };
+  // llama.cpp's use_more_bits(layer, layers) of its Q4_K_M rule.
+  auto more_bits = [&](int64_t i) {
+    const int64_t n = o.layers;
+    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+  };
+  auto type_of = [&](const std::string& name, int64_t layer) {
+    if (!o.q4_k_m) return o.dtype;
+    if (name == "output.weight") return GgmlType::Q6_K;
+    const bool widened = name.find("attn_v") != std::string::npos || name.find("ffn_down") != std::string::npos;
+    return widened && more_bits(layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
+  };
+  int64_t layer = -1;  // the layer of the matrices being added
   auto add_matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-    w.add_tensor(name, o.dtype, {u64(cols), u64(rows)}, encode(random_values(rng, cols * rows, stddev), o.dtype));
+    const GgmlType t = type_of(name, layer);
+    w.add_tensor(name, t, {u64(cols), u64(rows)}, encode(random_values(rng, cols * rows, stddev), t));
   };
   auto add_norm = [&](const std::string& name) {
     w.add_tensor(name, GgmlType::F32, {u64(o.dim)}, encode(std::vector<float>(o.dim, 1.0f), GgmlType::F32));
@@ -126,6 +140,7 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   add_norm("output_norm.weight");
   add_matrix("output.weight", o.dim, n_vocab, in_std);
   for (int64_t i = 0; i < o.layers; ++i) {
+    layer = i;
     const std::string p = "blk." + std::to_string(i) + ".";
     add_norm(p + "attn_norm.weight");
     add_matrix(p + "attn_q.weight", o.dim, o.dim, in_std);

@@ -21,6 +21,9 @@ struct SynthOptions {
   int64_t ffn = 0;
   int64_t context = 2048;
   GgmlType dtype = GgmlType::F16;  // type of the 2-D weight matrices; norms are always F32
+  // llama-quantize's Q4_K_M mix instead of one type (dtype must be Q4_K): output.weight Q6_K, and attn_v and
+  // ffn_down Q6_K in the layers where llama.cpp spends more bits (the first and last eighth, every third between).
+  bool q4_k_m = false;
   uint64_t seed = 0;
 };
 

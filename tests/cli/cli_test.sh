@@ -67,12 +67,21 @@ expect_error "missing prompt" "prompt" -- run "$model"
 expect_error "no subcommand" "subcommand" --
 expect_error "bad dtype" "dtype 'q3' is not one of" -- synth --dim 64 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q3 -o "$tmp/x.gguf"
 # Quantized synthetic models: every type synth writes loads and generates (dim and ffn multiples of 256).
-for dtype in q4_0 q4_1 q5_0 q5_1 q4_k q6_k; do
+for dtype in q4_0 q4_1 q5_0 q5_1 q4_k q6_k q4_k_m; do
   timeout 120 "$pagoda" synth --arch llama --dim 256 --layers 1 --heads 4 --ffn 256 \
     --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype "$dtype" -o "$tmp/synth-$dtype.gguf" 2>/dev/null &&
     timeout 60 "$pagoda" run "$tmp/synth-$dtype.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 &&
     ok || bad "synth --dtype $dtype, then run"
 done
+# The Q4_K_M mix picks the tensor types llama-quantize picked for ../shared/models/quant/synth-q-Q4_K_M.gguf (2 layers).
+timeout 120 "$pagoda" synth --arch llama --dim 256 --layers 2 --heads 4 --ffn 512 \
+  --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q4_k_m -o "$tmp/mix.gguf" 2>/dev/null
+types_of() { "$pagoda" inspect "$1" 2>/dev/null | awk '$1 ~ /weight$/ && $1 !~ /norm/ {print $1, $2}' | sort; }
+if [ -n "$(types_of "$tmp/mix.gguf")" ] && [ "$(types_of "$tmp/mix.gguf")" = "$(types_of "$shared/models/quant/synth-q-Q4_K_M.gguf")" ]; then
+  ok
+else
+  bad "q4_k_m mix differs from llama-quantize's: $(diff <(types_of "$tmp/mix.gguf") <(types_of "$shared/models/quant/synth-q-Q4_K_M.gguf") | tr '\n' ' ')"
+fi
 expect_error "synth K-quant shape" "multiples of 256 for Q4_K" -- synth --dim 64 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q4_k -o "$tmp/x.gguf"
 expect_error "synth unwritable type" "dtype 'iq4_xs' is not one of" -- synth --dim 256 --layers 1 --heads 4 --ffn 256 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype iq4_xs -o "$tmp/x.gguf"
 expect_error "bad synth shape" "multiple of --heads" -- synth --dim 65 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" -o "$tmp/x.gguf"
