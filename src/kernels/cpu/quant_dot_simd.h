@@ -7,6 +7,7 @@
 // Ops provides:
 //   static __m256i dot4(__m256i acc, __m256i u8, __m256i s8);    // acc + sums of 4 adjacent u8 * s8 products
 //   static __m256i madd16(__m256i acc, __m256i a16, __m256i b16); // acc + sums of 2 adjacent int16 products
+//   static constexpr bool kUnsignedOffset;  // dot4 never saturates (VNNI): signed weights may go in as v + 128
 #pragma once
 
 #include <immintrin.h>
