@@ -356,6 +356,65 @@ float dot_q6_k(const uint8_t* w, const uint8_t* x, int64_t K) {
   return y;
 }
 
+// Q2_K: 2-bit levels with a 4-bit scale and a 4-bit min per group of 16.
+template <class Ops>
+float dot_q2_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = reinterpret_cast<const BlockQ2_K*>(wr);
+  const auto* x = reinterpret_cast<const BlockQ8_K*>(xr);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    __m256i sum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i bytes = load32(w[b].qs + 32 * h);
+      for (int f = 0; f < 4; ++f) {  // elements 128h + 32f .. + 31: groups 8h + 2f (first 16) and + 1
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bytes, 2 * f), m2);
+        const __m256i p = _mm256_maddubs_epi16(q, load32(x[b].qs + 128 * h + 32 * f));  // pairs <= 2 * 3 * 127
+        const int g = 8 * h + 2 * f;
+        sum = Ops::madd16(sum, p, _mm256_set_m128i(_mm_set1_epi16(w[b].scales[g + 1] & 0xF),
+                                                   _mm_set1_epi16(w[b].scales[g] & 0xF)));
+      }
+    }
+    // sum_g min_g * bsum_g
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_srli_epi16(
+        _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)), _mm_set1_epi8(static_cast<char>(0xF0))), 4));
+    const int32_t summ = hsum(_mm256_madd_epi16(mins, load32(x[b].bsums)));
+    acc = k_with_min(acc, hsum(sum), summ, half(w[b].d), half(w[b].dmin), x[b].d);
+  }
+  return acc;
+}
+
+// Q3_K: levels low + 4 * high - 4 (the high bit from hmask), a signed 6-bit scale per group of 16.
+template <class Ops>
+float dot_q3_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  const auto* w = reinterpret_cast<const BlockQ3_K*>(wr);
+  const auto* x = reinterpret_cast<const BlockQ8_K*>(xr);
+  const __m256i m2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    alignas(16) int8_t scales[16];
+    unpack_q3_k_scales(w[b].scales, scales);
+    const __m256i hmask = load32(w[b].hmask);
+    __m256i sum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i bytes = load32(w[b].qs + 32 * h);
+      for (int f = 0; f < 4; ++f) {
+        const __m256i low = _mm256_and_si256(_mm256_srli_epi16(bytes, 2 * f), m2);
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + f), one);
+        const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));  // 0..7: the level + 4
+        const __m256i p = _mm256_maddubs_epi16(q, load32(x[b].qs + 128 * h + 32 * f));  // pairs <= 2 * 7 * 127
+        const int g = 8 * h + 2 * f;
+        sum = Ops::madd16(sum, p, _mm256_set_m128i(_mm_set1_epi16(scales[g + 1]), _mm_set1_epi16(scales[g])));
+      }
+    }
+    // The levels' -4: 4 * sum_g scale_g * bsum_g.
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)));
+    const int32_t offset = hsum(_mm256_madd_epi16(sc16, load32(x[b].bsums)));
+    acc = k_plain(acc, hsum(sum) - 4 * offset, half(w[b].d), x[b].d);
+  }
+  return acc;
+}
+
 template <class Ops>
 QuantDotFn dot_for(GgmlType t) {
   switch (t) {
@@ -369,6 +428,8 @@ QuantDotFn dot_for(GgmlType t) {
     case GgmlType::Q4_K: return dot_q45_k<Ops, BlockQ4_K, false>;
     case GgmlType::Q5_K: return dot_q45_k<Ops, BlockQ5_K, true>;
     case GgmlType::Q6_K: return dot_q6_k<Ops>;
+    case GgmlType::Q2_K: return dot_q2_k<Ops>;
+    case GgmlType::Q3_K: return dot_q3_k<Ops>;
     default: return nullptr;
   }
 }
