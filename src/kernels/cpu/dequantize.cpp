@@ -9,17 +9,6 @@
 namespace pagoda {
 namespace {
 
-template <class Block>
-const Block* blocks_of(const uint8_t* src) {
-  return reinterpret_cast<const Block*>(src);
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // The 32-element types: a block's integer levels q[32] and how they map to values.
 void legacy_block(GgmlType type, const uint8_t* block, float* y) {
   switch (type) {

@@ -12,17 +12,6 @@ namespace {
 
 using namespace quant_combine;
 
-template <class Block>
-const Block* as(const uint8_t* p) {
-  return reinterpret_cast<const Block*>(p);
-}
-
-uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // --- activations ---------------------------------------------------------------------------------------------
 
 // v clamped to [-127, 127] (NaN to -127: an activation row with inf or NaN must not make the cast undefined), then
@@ -83,8 +72,8 @@ void accumulate_lanes(float lanes[kLanes32], const int8_t* xq, float scale, Leve
 // Q8_0, Q4_0, Q5_0 and IQ4_NL: signed levels level(block, i) for i < 32, one scale.
 template <class Block, class Level>
 float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
-  const auto* w = as<Block>(wr);
-  const auto* x = as<BlockQ8_0>(xr);
+  const auto* w = blocks_of<Block>(wr);
+  const auto* x = blocks_of<BlockQ8_0>(xr);
   float lanes[kLanes32] = {};
   for (int64_t b = 0; b < K / kQK; ++b)
     accumulate_lanes(lanes, x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
@@ -114,8 +103,8 @@ float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
 // Q4_1 and Q5_1 against Q8_1: unsigned levels, a scale and a min.
 template <class Block, class Level>
 float dot_levels_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
-  const auto* w = as<Block>(wr);
-  const auto* x = as<BlockQ8_1>(xr);
+  const auto* w = blocks_of<Block>(wr);
+  const auto* x = blocks_of<BlockQ8_1>(xr);
   float lanes[kLanes32] = {};
   float mins = 0.0f;
   for (int64_t b = 0; b < K / kQK; ++b) {
@@ -136,8 +125,8 @@ float dot_q5_1(const uint8_t* w, const uint8_t* x, int64_t K) {
 // --- portable dots: K-quants and IQ4_XS against Q8_K -------------------------------------------------------------
 
 float dot_q2_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = as<BlockQ2_K>(wr);
-  const auto* x = as<BlockQ8_K>(xr);
+  const auto* w = blocks_of<BlockQ2_K>(wr);
+  const auto* x = blocks_of<BlockQ8_K>(xr);
   float acc = 0.0f;
   for (int64_t b = 0; b < K / kQK_K; ++b) {
     int32_t sumi = 0, summ = 0;
@@ -157,8 +146,8 @@ float dot_q2_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
 }
 
 float dot_q3_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = as<BlockQ3_K>(wr);
-  const auto* x = as<BlockQ8_K>(xr);
+  const auto* w = blocks_of<BlockQ3_K>(wr);
+  const auto* x = blocks_of<BlockQ8_K>(xr);
   float acc = 0.0f;
   for (int64_t b = 0; b < K / kQK_K; ++b) {
     int8_t scales[16];
@@ -184,8 +173,8 @@ float dot_q3_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
 
 template <bool kFiveBits, class Block>
 float dot_q45_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = as<Block>(wr);
-  const auto* x = as<BlockQ8_K>(xr);
+  const auto* w = blocks_of<Block>(wr);
+  const auto* x = blocks_of<BlockQ8_K>(xr);
   float acc = 0.0f;
   for (int64_t b = 0; b < K / kQK_K; ++b) {
     uint8_t sc[8], m[8];
@@ -206,8 +195,8 @@ float dot_q45_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
 }
 
 float dot_q6_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = as<BlockQ6_K>(wr);
-  const auto* x = as<BlockQ8_K>(xr);
+  const auto* w = blocks_of<BlockQ6_K>(wr);
+  const auto* x = blocks_of<BlockQ8_K>(xr);
   float acc = 0.0f;
   for (int64_t b = 0; b < K / kQK_K; ++b) {
     int32_t sumi = 0;
@@ -228,8 +217,8 @@ float dot_q6_k(const uint8_t* wr, const uint8_t* xr, int64_t K) {
 }
 
 float dot_iq4_xs(const uint8_t* wr, const uint8_t* xr, int64_t K) {
-  const auto* w = as<BlockIQ4_XS>(wr);
-  const auto* x = as<BlockQ8_K>(xr);
+  const auto* w = blocks_of<BlockIQ4_XS>(wr);
+  const auto* x = blocks_of<BlockQ8_K>(xr);
   float acc = 0.0f;
   for (int64_t b = 0; b < K / kQK_K; ++b) {
     int32_t sumi = 0;

@@ -51,15 +51,9 @@ inline __m256i bits_to_bytes(uint32_t bits) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
-inline uint32_t load_bits(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // Levels 0..31 of a Q5_0 / Q5_1 block: the nibbles with bit 4 from qh.
 inline __m256i five_bit_levels(const uint8_t* qs, const uint8_t* qh) {
-  return _mm256_or_si256(unpack_nibbles(qs), _mm256_and_si256(bits_to_bytes(load_bits(qh)), _mm256_set1_epi8(0x10)));
+  return _mm256_or_si256(unpack_nibbles(qs), _mm256_and_si256(bits_to_bytes(load_u32(qh)), _mm256_set1_epi8(0x10)));
 }
 
 // The IQ4 levels (-127..113) of 32 nibbles, by table lookup.
@@ -254,8 +248,10 @@ void tile_q45_k(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_
     for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
     uint8_t sc[kRows][8], mins[kRows][8];
     __m256i qh[kRows];
+    __m128i mins16[kRows];
     for (int r = 0; r < kRows; ++r) {
       k4_scales(w[r]->scales, sc[r], mins[r]);
+      mins16[r] = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins[r])));
       if constexpr (kFiveBits) qh[r] = load32(w[r]->qh);
     }
     __m256i sum[kRows][kTokens];
@@ -288,8 +284,7 @@ void tile_q45_k(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_
       const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums)),
                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums + 8)));
       for (int r = 0; r < kRows; ++r) {
-        const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins[r])));
-        const int32_t summ = hsum4(_mm_madd_epi16(m16, pairs));
+        const int32_t summ = hsum4(_mm_madd_epi16(mins16[r], pairs));
         acc[r][t] = k_with_min(acc[r][t], hsum(sum[r][t]), summ, half(w[r]->d), half(w[r]->dmin), x[t]->d);
       }
     }
@@ -328,12 +323,14 @@ void tile_q6_k(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_s
             sum[r][t] = Ops::madd16(sum[r][t], _mm256_maddubs_epi16(q[r], xv), scales[r]);
         }
       }
+    __m256i sc16[kRows];  // the 16 group scales as int16
+    for (int r = 0; r < kRows; ++r)
+      sc16[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r]->scales)));
     for (int t = 0; t < kTokens; ++t) {
       const __m256i bsums = load32(x[t]->bsums);
       for (int r = 0; r < kRows; ++r) {
         // sum over groups of sc * bsum: the levels' -32 times 32
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r]->scales)));
-        const int32_t offset = hsum(_mm256_madd_epi16(sc16, bsums));
+        const int32_t offset = hsum(_mm256_madd_epi16(sc16[r], bsums));
         acc[r][t] = k_plain(acc[r][t], hsum(sum[r][t]) - 32 * offset, half(w[r]->d), x[t]->d);
       }
     }
