@@ -242,10 +242,13 @@ int run(const BenchOptions& o) {
   if (n_ctx > m.hparams().n_ctx_train)
     return fail("-p + -n = " + std::to_string(n_ctx) + " exceeds the model's context of " +
                 std::to_string(m.hparams().n_ctx_train));
-  if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx); !kv_bytes.ok())
+  auto kv_dtype = parse_kv_dtype(o.engine.kv_cache_dtype);
+  if (!kv_dtype.ok()) return fail("--kv-cache-dtype: " + kv_dtype.error().message);
+  if (auto st = check_kv_head_dim(*kv_dtype, m.hparams().head_dim); !st.ok()) return fail(st.error().message);
+  if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx, *kv_dtype); !kv_bytes.ok())
     return fail(kv_bytes.error().message);
   ThreadPool pool(o.threads);
-  SequenceRunner runner(m, pool, n_ctx);
+  SequenceRunner runner(m, pool, n_ctx, *kv_dtype);
   // A fixed pseudo-random prompt, so runs are comparable.
   Rng rng(1234);
   std::vector<int32_t> prompt(o.n_prompt);
@@ -277,12 +280,13 @@ int run(const BenchOptions& o) {
   if (o.format == "json") {
     nlohmann::ordered_json out = {
         {"model", o.model_path}, {"prompt_tokens", o.n_prompt}, {"gen_tokens", o.n_gen},        {"threads", o.threads},
-        {"reps", o.reps},        {"isa", matmul_isa_name()},    {"weight_bytes", weight_bytes}, {"prefill_tok_s", pp},
-        {"decode_tok_s", tg}};
+        {"reps", o.reps},        {"isa", matmul_isa_name()},    {"weight_bytes", weight_bytes},
+        {"kv_cache_dtype", kv_dtype_name(*kv_dtype)}, {"prefill_tok_s", pp}, {"decode_tok_s", tg}};
     std::printf("%s\n", json_line(out).c_str());
   } else {
-    std::printf("model: %s (%.1f MiB of weights), threads: %d, isa: %s, reps: %d\n", o.model_path.c_str(),
-                weight_bytes / 1048576.0, o.threads, matmul_isa_name(), o.reps);
+    std::printf("model: %s (%.1f MiB of weights), threads: %d, isa: %s, kv cache: %s, reps: %d\n",
+                o.model_path.c_str(), weight_bytes / 1048576.0, o.threads, matmul_isa_name(),
+                kv_dtype_name(*kv_dtype), o.reps);
     std::printf("prefill pp%lld: %10.1f tok/s\n", (long long)o.n_prompt, pp);
     std::printf("decode  tg%lld: %10.1f tok/s\n", (long long)o.n_gen, tg);
   }

@@ -1,10 +1,12 @@
 // pagoda run MODEL.gguf -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--format text|json] [--no-echo]
+//            [--kv-cache-dtype f32|f16|bf16|q8_0]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 
 #include "commands.h"
+#include "engine_flags.h"
 #include "engine/sequence_runner.h"
 #include "model/model.h"
 #include "tokenizer/streaming_detokenizer.h"
@@ -26,6 +28,7 @@ struct RunOptions {
   std::string format = "text";
   int threads = 1;
   bool no_echo = false;
+  std::string kv_cache_dtype = "f16";
 };
 
 int run(const RunOptions& o) {
@@ -46,10 +49,13 @@ int run(const RunOptions& o) {
     return fail("the prompt has " + std::to_string(prompt_ids.size()) + " tokens, more than the context size of " +
                 std::to_string(n_ctx));
 
-  if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx); !kv_bytes.ok())
+  auto kv_dtype = parse_kv_dtype(o.kv_cache_dtype);
+  if (!kv_dtype.ok()) return fail("--kv-cache-dtype: " + kv_dtype.error().message);
+  if (auto st = check_kv_head_dim(*kv_dtype, m.hparams().head_dim); !st.ok()) return fail(st.error().message);
+  if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx, *kv_dtype); !kv_bytes.ok())
     return fail(kv_bytes.error().message);
   ThreadPool pool(o.threads);
-  SequenceRunner runner(m, pool, n_ctx);
+  SequenceRunner runner(m, pool, n_ctx, *kv_dtype);
   GenerateOptions gen;
   gen.max_new_tokens = o.n_predict;
   gen.sampling.temperature = o.temperature;
@@ -111,6 +117,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--no-echo", opts->no_echo, "Print only the continuation, not the prompt before it (text format)");
+  add_kv_cache_dtype_flag(*cmd, opts->kv_cache_dtype);
   add_threads_flag(*cmd, opts->threads);
   cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
 }

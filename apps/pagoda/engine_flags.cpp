@@ -5,7 +5,13 @@
 
 namespace pagoda::cli {
 
+void add_kv_cache_dtype_flag(CLI::App& cmd, std::string& dtype) {
+  cmd.add_option("--kv-cache-dtype", dtype, "K/V element type: f32, f16 (default), bf16 or q8_0")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}, CLI::ignore_case));
+}
+
 void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
+  add_kv_cache_dtype_flag(cmd, f.kv_cache_dtype);
   cmd.add_option("--block-size", f.block_size, "KV block size in tokens (default 16)")->check(CLI::Range(1, 4096));
   auto* nb = cmd.add_option("--num-blocks", f.num_blocks, "KV pool size in blocks (default: from --kv-cache-mem)")
                  ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
@@ -31,6 +37,9 @@ Result<EngineConfig> engine_config(const EngineFlags& f, const std::string& mode
     if (!bytes.ok()) return make_error("--kv-cache-mem: " + bytes.error().message);
     c.kv_cache_bytes = *bytes;
   }
+  auto dtype = parse_kv_dtype(f.kv_cache_dtype);
+  if (!dtype.ok()) return make_error("--kv-cache-dtype: " + dtype.error().message);
+  c.kv_cache_dtype = *dtype;
   c.max_num_seqs = f.max_num_seqs;
   c.max_num_batched_tokens = f.max_num_batched_tokens;
   c.max_model_len = f.max_model_len;

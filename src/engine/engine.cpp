@@ -38,6 +38,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineC
   shape.block_size = config.block_size;
   shape.n_kv_heads = hp.n_head_kv;
   shape.head_dim = hp.head_dim;
+  shape.dtype = config.kv_cache_dtype;
   if (config.num_blocks > 0) {
     shape.num_blocks = config.num_blocks;
   } else {
@@ -332,7 +333,8 @@ KvStorage Engine::kv_storage() const {
   KvStorage storage;
   storage.k_base = kv_->k(0);
   storage.v_base = kv_->v(0);
-  storage.layer_stride = kv_->shape().layer_floats();
+  storage.dtype = kv_->shape().dtype;
+  storage.layer_stride = kv_->shape().layer_bytes();
   storage.num_slots = kv_->shape().token_capacity();
   storage.block_size = static_cast<int32_t>(kv_->shape().block_size);
   return storage;

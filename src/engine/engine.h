@@ -41,6 +41,7 @@ struct EngineConfig {
   int32_t block_size = 16;
   int64_t num_blocks = 0;       // > 0: exactly this many blocks
   uint64_t kv_cache_bytes = 0;  // with num_blocks 0: blocks that fit this budget (0: kDefaultKvCacheBytes)
+  KvDtype kv_cache_dtype = kDefaultKvDtype;  // the K/V element type (kv/kv_dtype.h)
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
   int64_t max_model_len = 0;      // tokens per sequence, prompt included (0: the model's training context)

@@ -2,8 +2,8 @@
 
 namespace pagoda {
 
-SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx)
-    : model_(model), pool_(pool), kv_(model.hparams(), n_ctx > 0 ? n_ctx : model.hparams().n_ctx_train) {}
+SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx, KvDtype kv_dtype)
+    : model_(model), pool_(pool), kv_(model.hparams(), n_ctx > 0 ? n_ctx : model.hparams().n_ctx_train, kv_dtype) {}
 
 Result<std::span<const float>> SequenceRunner::eval(std::span<const int32_t> tokens, bool all_logits) {
   Status st = llama_forward(model_, tokens, kv_, ws_, pool_, all_logits, logits_);

@@ -16,8 +16,10 @@ namespace pagoda {
 
 class SequenceRunner {
  public:
-  // n_ctx: KV capacity in tokens (0 = the model's training context).
-  SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx = 0);
+  // n_ctx: KV capacity in tokens (0 = the model's training context); kv_dtype: the K/V element type. Check the
+  // capacity's size first (ContiguousKvCache::check_size); a head size the type cannot store is an error of eval.
+  SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx = 0, KvDtype kv_dtype = kDefaultKvDtype);
+  KvDtype kv_dtype() const { return kv_.dtype(); }
 
   int64_t n_ctx() const { return kv_.capacity(); }
   int64_t length() const { return kv_.length(); }

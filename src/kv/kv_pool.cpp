@@ -15,6 +15,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape& shape) {
   if (shape.n_layer <= 0 || shape.num_blocks <= 0 || shape.block_size <= 0 || shape.n_kv_heads <= 0 ||
       shape.head_dim <= 0)
     return make_error("KV pool dimensions must be positive");
+  PAGODA_RETURN_IF_ERROR(check_kv_head_dim(shape.dtype, shape.head_dim));
   if (shape.block_size > 4096)
     return make_error("block size " + std::to_string(shape.block_size) + " is too large (max 4096)");
   if (shape.num_blocks > (int64_t{1} << 31) / shape.block_size)
@@ -22,9 +23,9 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape& shape) {
   if (static_cast<double>(shape.bytes_per_block()) * static_cast<double>(shape.num_blocks) > kMaxPoolBytes)
     return make_error("KV pool of " + std::to_string(shape.num_blocks) + " blocks would need more than 1 TiB");
   std::unique_ptr<KvPool> pool(new KvPool(shape));
-  const size_t floats = static_cast<size_t>(shape.n_layer * shape.layer_floats());
-  pool->k_.reset(new (std::nothrow) float[floats]);
-  pool->v_.reset(new (std::nothrow) float[floats]);
+  const size_t bytes = static_cast<size_t>(shape.n_layer * shape.layer_bytes());
+  pool->k_.reset(new (std::nothrow) uint8_t[bytes]);
+  pool->v_.reset(new (std::nothrow) uint8_t[bytes]);
   if (!pool->k_ || !pool->v_)
     return make_error("cannot allocate the KV pool (" + std::to_string(shape.total_bytes() >> 20) + " MiB)");
   return pool;
@@ -36,25 +37,25 @@ int64_t KvPool::blocks_for_budget(const KvPoolShape& shape, uint64_t bytes) {
 }
 
 void KvPool::prefault() {
-  const size_t floats = static_cast<size_t>(shape_.n_layer * shape_.layer_floats());
-  std::memset(k_.get(), 0, floats * sizeof(float));
-  std::memset(v_.get(), 0, floats * sizeof(float));
+  const size_t bytes = static_cast<size_t>(shape_.n_layer * shape_.layer_bytes());
+  std::memset(k_.get(), 0, bytes);
+  std::memset(v_.get(), 0, bytes);
 }
 
 void KvPool::copy_block(BlockId src, BlockId dst, int32_t num_slots) {
-  const int64_t block_floats = shape_.block_size * shape_.slot_floats();
-  const size_t bytes = static_cast<size_t>(num_slots * shape_.slot_floats()) * sizeof(float);
+  const int64_t block_bytes = shape_.block_size * shape_.slot_bytes();
+  const size_t bytes = static_cast<size_t>(num_slots * shape_.slot_bytes());
   for (int64_t l = 0; l < shape_.n_layer; ++l) {
-    std::memcpy(k(l) + dst.value * block_floats, k(l) + src.value * block_floats, bytes);
-    std::memcpy(v(l) + dst.value * block_floats, v(l) + src.value * block_floats, bytes);
+    std::memcpy(k(l) + dst.value * block_bytes, k(l) + src.value * block_bytes, bytes);
+    std::memcpy(v(l) + dst.value * block_bytes, v(l) + src.value * block_bytes, bytes);
   }
 }
 
 std::string KvPool::describe() const {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "KV pool: %lld blocks of %lld tokens = %lld tokens, %.1f MiB",
+  std::snprintf(buf, sizeof buf, "KV pool: %lld blocks of %lld tokens = %lld tokens, %.1f MiB (%s)",
                 (long long)shape_.num_blocks, (long long)shape_.block_size, (long long)shape_.token_capacity(),
-                shape_.total_bytes() / 1048576.0);
+                shape_.total_bytes() / 1048576.0, kv_dtype_name(shape_.dtype));
   return buf;
 }
 

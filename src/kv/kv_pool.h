@@ -1,5 +1,5 @@
 // The KV block pool: per layer, K and V in block-tensor layout [num_blocks, block_size, n_kv_heads, head_dim]
-// (f32). Allocated once at start-up; nothing allocates KV memory per request or per token. Flat slot =
+// in the pool's element type (kv/kv_dtype.h: f32, f16, bf16, or Q8_0 blocks of 32 values along head_dim). Allocated once at start-up; nothing allocates KV memory per request or per token. Flat slot =
 // block_id * block_size + offset, as the block manager hands them out.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kv/block_types.h"
+#include "kv/kv_dtype.h"
 #include "util/result.h"
 
 namespace pagoda {
@@ -19,10 +20,12 @@ struct KvPoolShape {
   int64_t block_size = 16;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
+  KvDtype dtype = KvDtype::kF32;
 
-  int64_t slot_floats() const { return n_kv_heads * head_dim; }  // one token, one of K or V
-  int64_t layer_floats() const { return num_blocks * block_size * slot_floats(); }
-  uint64_t bytes_per_block() const { return static_cast<uint64_t>(2 * n_layer * block_size * slot_floats()) * 4; }
+  int64_t slot_values() const { return n_kv_heads * head_dim; }          // one token, one of K or V
+  int64_t slot_bytes() const { return kv_bytes(dtype, slot_values()); }  // the same, stored
+  int64_t layer_bytes() const { return num_blocks * block_size * slot_bytes(); }
+  uint64_t bytes_per_block() const { return static_cast<uint64_t>(2 * n_layer * block_size * slot_bytes()); }
   uint64_t total_bytes() const { return bytes_per_block() * static_cast<uint64_t>(num_blocks); }
   int64_t token_capacity() const { return num_blocks * block_size; }
 };
@@ -35,12 +38,11 @@ class KvPool {
   static int64_t blocks_for_budget(const KvPoolShape& shape, uint64_t bytes);
 
   const KvPoolShape& shape() const { return shape_; }
-  float* k(int64_t layer) {
-    return k_.get() + layer * shape_.layer_floats();
-  }  // [num_blocks, block_size, n_kv_heads, head_dim]
-  float* v(int64_t layer) { return v_.get() + layer * shape_.layer_floats(); }
-  const float* k(int64_t layer) const { return k_.get() + layer * shape_.layer_floats(); }
-  const float* v(int64_t layer) const { return v_.get() + layer * shape_.layer_floats(); }
+  // [num_blocks, block_size, n_kv_heads, head_dim] of shape().dtype, as bytes.
+  uint8_t* k(int64_t layer) { return k_.get() + layer * shape_.layer_bytes(); }
+  uint8_t* v(int64_t layer) { return v_.get() + layer * shape_.layer_bytes(); }
+  const uint8_t* k(int64_t layer) const { return k_.get() + layer * shape_.layer_bytes(); }
+  const uint8_t* v(int64_t layer) const { return v_.get() + layer * shape_.layer_bytes(); }
 
   // Writes every page of the pool, so that all of it is resident now rather than faulted in as blocks are first
   // used: a server's memory is then claimed at start-up and stays flat while serving.
@@ -55,8 +57,8 @@ class KvPool {
  private:
   explicit KvPool(const KvPoolShape& shape) : shape_(shape) {}
   KvPoolShape shape_;
-  std::unique_ptr<float[]> k_;  // [n_layer, num_blocks, block_size, n_kv_heads, head_dim]
-  std::unique_ptr<float[]> v_;
+  std::unique_ptr<uint8_t[]> k_;  // [n_layer, num_blocks, block_size, n_kv_heads, head_dim] of shape_.dtype
+  std::unique_ptr<uint8_t[]> v_;
 };
 
 // Parses a memory size such as "2GiB", "512MiB", "1.5G", "100000000" (bytes).

@@ -7,13 +7,16 @@
 #include <cstdint>
 #include <span>
 
+#include "kv/kv_dtype.h"
+
 namespace pagoda {
 
 // Where K/V live: per layer [num_slots, n_kv_heads, head_dim] f32, slot = block * block_size + offset.
 struct KvStorage {
-  float* k_base = nullptr;  // layer l at k_base + l * layer_stride
-  float* v_base = nullptr;
-  int64_t layer_stride = 0;  // floats per layer
+  uint8_t* k_base = nullptr;  // layer l at k_base + l * layer_stride: [num_slots, n_kv_heads, head_dim] of dtype
+  uint8_t* v_base = nullptr;
+  KvDtype dtype = KvDtype::kF32;
+  int64_t layer_stride = 0;  // bytes per layer
   int64_t num_slots = 0;     // slots per layer
   int32_t block_size = 0;
 };

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "kv/kv_dtype.h"
 #include "model/hparams.h"
 #include "util/memory_budget.h"
 #include "util/result.h"
@@ -15,16 +16,17 @@ namespace pagoda {
 class ContiguousKvCache {
  public:
   // Precondition: check_size(hp, capacity) succeeded. The memory is not zeroed: only written rows are read.
-  ContiguousKvCache(const ModelHParams& hp, int64_t capacity)
+  ContiguousKvCache(const ModelHParams& hp, int64_t capacity, KvDtype dtype = kDefaultKvDtype)
       : capacity_(capacity),
-        kv_dim_(hp.kv_dim()),
-        k_(new float[static_cast<size_t>(hp.n_layer * capacity * hp.kv_dim())]),
-        v_(new float[static_cast<size_t>(hp.n_layer * capacity * hp.kv_dim())]) {}
+        slot_bytes_(kv_bytes(dtype, hp.kv_dim())),
+        dtype_(dtype),
+        k_(new uint8_t[static_cast<size_t>(hp.n_layer * capacity * slot_bytes_)]),
+        v_(new uint8_t[static_cast<size_t>(hp.n_layer * capacity * slot_bytes_)]) {}
 
   // Bytes of K and V for `capacity` tokens, or an Error if that overflows or exceeds the machine's memory.
-  static Result<uint64_t> check_size(const ModelHParams& hp, int64_t capacity) {
+  static Result<uint64_t> check_size(const ModelHParams& hp, int64_t capacity, KvDtype dtype = kDefaultKvDtype) {
     return checked_allocation_bytes({2, static_cast<uint64_t>(hp.n_layer), static_cast<uint64_t>(capacity),
-                                     static_cast<uint64_t>(hp.kv_dim()), sizeof(float)},
+                                     static_cast<uint64_t>(kv_bytes(dtype, hp.kv_dim()))},
                                     "a KV cache of " + std::to_string(capacity) + " tokens");
   }
 
@@ -33,16 +35,19 @@ class ContiguousKvCache {
   void set_length(int64_t n) { length_ = n; }
   void clear() { length_ = 0; }
 
-  // [capacity, n_kv_heads, head_dim] for one layer.
-  float* k(int64_t layer) { return k_.get() + layer * capacity_ * kv_dim_; }
-  float* v(int64_t layer) { return v_.get() + layer * capacity_ * kv_dim_; }
+  KvDtype dtype() const { return dtype_; }
+  int64_t slot_bytes() const { return slot_bytes_; }  // one token's K (or V) of one layer, stored
+  // [capacity, n_kv_heads, head_dim] of dtype() for one layer.
+  uint8_t* k(int64_t layer) { return k_.get() + layer * capacity_ * slot_bytes_; }
+  uint8_t* v(int64_t layer) { return v_.get() + layer * capacity_ * slot_bytes_; }
 
  private:
   int64_t capacity_;
-  int64_t kv_dim_;
+  int64_t slot_bytes_;
+  KvDtype dtype_;
   int64_t length_ = 0;
-  std::unique_ptr<float[]> k_;  // [n_layer, capacity, n_kv_heads, head_dim]
-  std::unique_ptr<float[]> v_;  // [n_layer, capacity, n_kv_heads, head_dim]
+  std::unique_ptr<uint8_t[]> k_;  // [n_layer, capacity, n_kv_heads, head_dim] of dtype_
+  std::unique_ptr<uint8_t[]> v_;  // [n_layer, capacity, n_kv_heads, head_dim] of dtype_
 };
 
 }  // namespace pagoda

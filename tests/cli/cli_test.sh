@@ -39,6 +39,21 @@ bench=$(timeout 120 "$pagoda" bench "$tmp/synth.gguf" -p 16 -n 4 -r 1 --format j
 echo "$bench" | grep -qE '"decode_tok_s":[0-9]' && echo "$bench" | grep -qE '"prefill_tok_s":[0-9]' && ok || bad "bench json: $bench"
 timeout 60 "$pagoda" run "$tmp/synth.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 && ok || bad "run on synth q8_0"
 
+# --- KV cache types: the greedy story is the same in every type that stories260K can store (f16 is the default).
+for dtype in f32 f16 bf16; do
+  out=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --format json --kv-cache-dtype $dtype 2>/dev/null | tail -n 1)
+  echo "$out" | grep -q '"text":", there was a little girl named Lily' && ok || bad "run --kv-cache-dtype $dtype: $out"
+done
+expect_error "q8_0 KV on head size 8" "multiple of 32.*8" -- run "$model" -p hi --kv-cache-dtype q8_0
+expect_error "unknown KV type" "kv-cache-dtype" -- run "$model" -p hi --kv-cache-dtype q4_0
+expect_error "unknown KV type (batch)" "kv-cache-dtype" -- batch "$model" --input /dev/null --output /dev/null --kv-cache-dtype f8
+synth_q="$shared/models/quant/synth-q-Q4_K_M.gguf"
+timeout 60 "$pagoda" run "$synth_q" -p "Hello" -n 8 --temp 0 --kv-cache-dtype q8_0 --format json >/dev/null 2>&1 && ok || bad "run q8_0 KV"
+bench=$(timeout 120 "$pagoda" bench "$synth_q" -p 16 -n 4 -r 1 --kv-cache-dtype bf16 --format json 2>/dev/null | tail -n 1)
+echo "$bench" | grep -q '"kv_cache_dtype":"bf16"' && ok || bad "bench --kv-cache-dtype: $bench"
+bench=$(timeout 120 "$pagoda" bench "$synth_q" --concurrency 2 -p 16 -n 4 -r 1 --kv-cache-dtype q8_0 --format json 2>/dev/null | tail -n 1)
+echo "$bench" | grep -qE '"decode_tok_s":[0-9]' && ok || bad "bench --concurrency --kv-cache-dtype q8_0: $bench"
+
 # --- bad input
 expect_error "missing model" "cannot open '/nonexistent.gguf'" -- run /nonexistent.gguf -p hi
 head -c 5000 "$model" >"$tmp/truncated.gguf"

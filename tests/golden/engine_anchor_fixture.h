@@ -52,6 +52,7 @@ class EngineAnchor : public ::testing::Test {
 
   static EngineConfig config(int32_t block_size, int64_t num_blocks, bool caching) {
     EngineConfig c;
+    c.kv_cache_dtype = KvDtype::kF32;  // as greedy_single_sequence
     c.block_size = block_size;
     c.num_blocks = num_blocks;
     c.max_num_seqs = 16;

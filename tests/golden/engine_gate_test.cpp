@@ -54,7 +54,7 @@ class EngineGate : public ::testing::Test {
   }
 
   static Reference run_alone(const GenerationRequest& r) {
-    return greedy_single_sequence(*model_, r.prompt, r.max_tokens, 512);
+    return greedy_single_sequence(*model_, r.prompt, r.max_tokens, 512, kv_dtype_);
   }
 
   static void drain(RequestStream& stream, Collected& c) { drain_stream(stream, c); }
@@ -117,11 +117,16 @@ class EngineGate : public ::testing::Test {
   }
 
   static Model* model_;
+
+ public:
+  static KvDtype kv_dtype_;  // of the engine and of the single-sequence reference alike
 };
 Model* EngineGate::model_ = nullptr;
+KvDtype EngineGate::kv_dtype_ = KvDtype::kF32;
 
 EngineConfig gate_config(int32_t block_size, int64_t num_blocks) {
   EngineConfig c;
+  c.kv_cache_dtype = EngineGate::kv_dtype_;
   c.block_size = block_size;
   c.num_blocks = num_blocks;
   c.max_num_seqs = 16;
@@ -181,6 +186,49 @@ INSTANTIATE_TEST_SUITE_P(ModelsAndBlockSizes, EngineGateQuantized,
                              if (ch == '-') ch = '_';
                            return n + "_bs" + std::to_string(std::get<1>(info.param));
                          });
+
+// Gate 0 in every KV cache type: the stored values differ from f32, but the engine (batches, chunked prefill, prefix
+// hits, block sizes 1 / 16 / 32) still gives the single-sequence path's bits in the same type. stories260K's head
+// size (8) takes the kernels' partial-vector loads; synth-q's (32) the full ones and Q8_0's blocks.
+class EngineGateKvDtype : public EngineGate,
+                          public ::testing::WithParamInterface<std::tuple<const char*, KvDtype, int32_t>> {};
+
+TEST_P(EngineGateKvDtype, ConcurrentRequestsMatchSingleSequenceBitwise) {
+  const auto [name, dtype, bs] = GetParam();
+  auto m = Model::load(kShared + "/models/" + name + ".gguf");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  struct Swap {
+    Model* saved;
+    ~Swap() {
+      model_ = saved;
+      kv_dtype_ = KvDtype::kF32;
+    }
+  } restore{model_};
+  model_ = m->get();
+  kv_dtype_ = dtype;
+  const auto reqs = make_requests(500 + bs);
+  EngineStats st;
+  const auto got = run_engine(gate_config(bs, 8192 / bs), reqs, &st);
+  expect_matches_reference(reqs, got);
+  EXPECT_EQ(st.blocks.used_blocks, 0);
+  EXPECT_GT(st.blocks.prefix_hit_tokens, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModelsTypesAndBlockSizes, EngineGateKvDtype,
+    ::testing::Values(std::make_tuple("stories260K", KvDtype::kF16, 1), std::make_tuple("stories260K", KvDtype::kF16, 16),
+                      std::make_tuple("stories260K", KvDtype::kBF16, 32),
+                      std::make_tuple("quant/synth-q-Q4_K_M", KvDtype::kF16, 16),
+                      std::make_tuple("quant/synth-q-Q4_K_M", KvDtype::kBF16, 1),
+                      std::make_tuple("quant/synth-q-Q4_K_M", KvDtype::kQ8_0, 1),
+                      std::make_tuple("quant/synth-q-Q4_K_M", KvDtype::kQ8_0, 16),
+                      std::make_tuple("quant/synth-q-Q4_K_M", KvDtype::kQ8_0, 32)),
+    [](const auto& info) {
+      std::string n = std::get<0>(info.param);
+      for (char& ch : n)
+        if (ch == '-' || ch == '/') ch = '_';
+      return n + "_" + kv_dtype_name(std::get<1>(info.param)) + "_bs" + std::to_string(std::get<2>(info.param));
+    });
 
 TEST_F(EngineGate, SmallPoolPreemptsRepeatedlyAndStillMatches) {
   for (int32_t bs : {1, 16}) {

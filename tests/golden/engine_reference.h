@@ -22,9 +22,9 @@ struct SequenceOutput {
 
 // Greedy decoding of `prompt` through SequenceRunner alone (contiguous cache), stopping at max_tokens or EOS.
 inline SequenceOutput greedy_single_sequence(const Model& model, std::span<const int32_t> prompt, int64_t max_tokens,
-                                             int64_t ctx = 1024) {
+                                             int64_t ctx = 1024, KvDtype kv_dtype = KvDtype::kF32) {
   ThreadPool pool(2);
-  SequenceRunner runner(model, pool, ctx);
+  SequenceRunner runner(model, pool, ctx, kv_dtype);
   SequenceOutput out;
   auto logits = runner.eval(prompt);
   EXPECT_TRUE(logits.ok());

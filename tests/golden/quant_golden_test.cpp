@@ -68,7 +68,7 @@ TEST_P(QuantGolden, LogitsAndGreedyOutputWithinTheFamilyBounds) {
   const std::vector<Prompt> prompts = load(kShared + "/golden/quant/" + c.name + "-greedy.jsonl");
   ASSERT_EQ(prompts.size(), 6u);
   ThreadPool pool(2);
-  SequenceRunner runner(**model, pool);
+  SequenceRunner runner(**model, pool, 0, KvDtype::kF32);  // the goldens are compared in f32
 
   // Teacher forced: feed llama.cpp's greedy tokens, compare the recorded top-5 logits at every step.
   float worst = 0.0f;

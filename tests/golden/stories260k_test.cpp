@@ -77,7 +77,7 @@ TEST_F(Stories260K, PromptTokensMatchLlamaCpp) {
 
 TEST_F(Stories260K, TeacherForcedLogitsMatchEveryStep) {
   ThreadPool pool(2);
-  SequenceRunner runner(*model_, pool);
+  SequenceRunner runner(*model_, pool, 0, KvDtype::kF32);
   for (const auto& c : *cases_) {
     runner.reset();
     auto logits = runner.eval(c.prompt_ids);
@@ -99,7 +99,7 @@ TEST_F(Stories260K, TeacherForcedLogitsMatchEveryStep) {
 
 TEST_F(Stories260K, FreeRunningGreedyReproducesTokensUpToFirstNearTie) {
   ThreadPool pool(2);
-  SequenceRunner runner(*model_, pool);
+  SequenceRunner runner(*model_, pool, 0, KvDtype::kF32);
   for (const auto& c : *cases_) {
     runner.reset();
     auto logits = runner.eval(c.prompt_ids);
@@ -121,7 +121,7 @@ TEST_F(Stories260K, FreeRunningGreedyReproducesTokensUpToFirstNearTie) {
 TEST_F(Stories260K, PrefillEqualsTokenByTokenDecodeBitwise) {
   // The same tokens fed at once or one at a time give bitwise identical logits (batch invariance).
   ThreadPool pool(2);
-  SequenceRunner batched(*model_, pool), stepwise(*model_, pool);
+  SequenceRunner batched(*model_, pool, 0, KvDtype::kF32), stepwise(*model_, pool, 0, KvDtype::kF32);
   const auto& ids = (*cases_)[0].prompt_ids;
   auto all = batched.eval(ids, /*all_logits=*/true);
   ASSERT_TRUE(all.ok());
@@ -136,7 +136,7 @@ TEST_F(Stories260K, PrefillEqualsTokenByTokenDecodeBitwise) {
 
 TEST_F(Stories260K, ThreadCountDoesNotChangeLogits) {
   ThreadPool one(1), three(3);
-  SequenceRunner a(*model_, one), b(*model_, three);
+  SequenceRunner a(*model_, one, 0, KvDtype::kF32), b(*model_, three, 0, KvDtype::kF32);
   const auto& ids = (*cases_)[1].prompt_ids;
   auto la = a.eval(ids);
   ASSERT_TRUE(la.ok());

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/cpu/paged_attention_impl.h"
+#include "util/fp16.h"
 
 namespace pagoda {
 namespace {
@@ -19,7 +20,7 @@ using attention_impl::kv_row;
 void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool) {
   const int32_t group = a.n_heads / a.n_kv_heads;
   attention_impl::for_each_job(a, pool, [&](const Job& job) {
-    thread_local std::vector<float> k, v, scores;
+    thread_local std::vector<float> k, v, scores;  // k, v: [n, head_dim] as f32
     const int32_t kvh = job.head / group;
     // Gather the keys and values this query attends to (logical keys key_begin .. n_keys - 1 of its sequence,
     // for its kv head) into contiguous buffers.
@@ -28,8 +29,8 @@ void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool) {
     v.resize(k.size());
     for (int32_t p = 0; p < n; ++p) {
       const int32_t key = job.key_begin + p;
-      std::memcpy(&k[static_cast<size_t>(p) * a.head_dim], kv_row(a, a.k_cache, job.seq, key, kvh), a.head_dim * 4);
-      std::memcpy(&v[static_cast<size_t>(p) * a.head_dim], kv_row(a, a.v_cache, job.seq, key, kvh), a.head_dim * 4);
+      kv_load_row(a.kv_dtype, kv_row(a, a.k_cache, job.seq, key, kvh), a.head_dim, &k[static_cast<size_t>(p) * a.head_dim]);
+      kv_load_row(a.kv_dtype, kv_row(a, a.v_cache, job.seq, key, kvh), a.head_dim, &v[static_cast<size_t>(p) * a.head_dim]);
     }
     const float* q = a.q + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * a.head_dim;
     scores.resize(n);
@@ -112,6 +113,16 @@ struct Portable {
     return w2[0] + w2[1];
   }
   static float reduce_max(const V& v) { return *std::max_element(v.l, v.l + 16); }
+  static V load_f16(const uint16_t* p, int n) {
+    return map([&](int i) { return i < n ? f16_to_f32(p[i]) : 0.0f; });
+  }
+  static V load_bf16(const uint16_t* p, int n) {
+    return map([&](int i) { return i < n ? bf16_to_f32(p[i]) : 0.0f; });
+  }
+  static V load_i8(const int8_t* p) {
+    return map([&](int i) { return static_cast<float>(p[i]); });
+  }
+  static float f16(uint16_t bits) { return f16_to_f32(bits); }
 };
 
 using KernelFn = void (*)(const PagedAttentionArgs&, ThreadPool&);

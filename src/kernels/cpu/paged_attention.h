@@ -9,6 +9,10 @@
 // not see a sequence's anchor starts its keys after the anchor; 0 <= kv_begin[s] <= seq_lens_kv[s] - q_len[s], so
 // every query sees at least its own key).
 //
+// K/V may be stored as f32, f16, bf16 or Q8_0 (kv/kv_dtype.h). Each kernel converts the stored values to their exact
+// f32 values as it reads them, so for every type a result is bitwise the result over an f32 cache holding those
+// values.
+//
 // Two implementations: a reference (gathers each sequence's K/V into a contiguous buffer, plain softmax) and the
 // fused kernel (reads K/V in place through the block table, online softmax). The fused kernel's arithmetic is
 // independent of the block size and of whatever else is in the batch: keys are visited in logical order, in
@@ -19,14 +23,15 @@
 
 #include <cstdint>
 
+#include "kv/kv_dtype.h"
 #include "util/thread_pool.h"
 
 namespace pagoda {
 
 struct PagedAttentionArgs {
   const float* q = nullptr;               // [num_tokens, n_heads, head_dim]
-  const float* k_cache = nullptr;         // [num_blocks, block_size, n_kv_heads, head_dim]
-  const float* v_cache = nullptr;         // [num_blocks, block_size, n_kv_heads, head_dim]
+  const void* k_cache = nullptr;          // [num_blocks, block_size, n_kv_heads, head_dim] of kv_dtype
+  const void* v_cache = nullptr;          // [num_blocks, block_size, n_kv_heads, head_dim] of kv_dtype
   const int32_t* cu_seqlens_q = nullptr;  // [num_seqs + 1]
   const int32_t* seq_lens_kv = nullptr;   // [num_seqs]
   const int32_t* block_table = nullptr;   // [num_seqs, max_blocks]
@@ -39,6 +44,8 @@ struct PagedAttentionArgs {
   int32_t n_kv_heads = 0;  // n_heads % n_kv_heads == 0
   int32_t head_dim = 0;
   float scale = 1.0f;
+  KvDtype kv_dtype = KvDtype::kF32;  // every stored value converts to f32 exactly: the kernels' arithmetic is the
+                                     // same for every type (q8_0 needs head_dim % 32 == 0)
 };
 
 // Logical key positions per online-softmax tile of the fused kernel.

@@ -1,6 +1,8 @@
 // The fused paged-attention kernel for AVX2 + FMA (two ymm per 16 floats).
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "kernels/cpu/paged_attention_impl.h"
 
 namespace pagoda {
@@ -45,6 +47,28 @@ struct Avx2 {
     const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
     return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
   }
+  // Lanes >= n of a partial row are read from a zeroed copy (never past the row).
+  template <class Load>
+  static V load_u16(const uint16_t* p, int n, Load cvt8) {
+    if (n >= 16)
+      return {cvt8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+              cvt8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+    alignas(32) uint16_t tmp[16] = {};
+    std::memcpy(tmp, p, sizeof(uint16_t) * n);
+    return load_u16(tmp, 16, cvt8);
+  }
+  static V load_f16(const uint16_t* p, int n) {
+    return load_u16(p, n, [](__m128i h) { return _mm256_cvtph_ps(h); });
+  }
+  static V load_bf16(const uint16_t* p, int n) {
+    return load_u16(p, n, [](__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); });
+  }
+  static V load_i8(const int8_t* p) {
+    const __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8));
+    return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))};
+  }
+  static float f16(uint16_t bits) { return _cvtsh_ss(bits); }
   static float reduce_max(V v) {
     alignas(32) float l[16];
     store(l, v);

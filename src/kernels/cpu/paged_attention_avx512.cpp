@@ -36,6 +36,15 @@ struct Avx512 {
     return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
   }
   static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }
+  static V load_f16(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static V load_bf16(const uint16_t* p, int n) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask(n), p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  static V load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static float f16(uint16_t bits) { return _cvtsh_ss(bits); }
 };
 
 }  // namespace

@@ -5,7 +5,8 @@
 // Isa provides a type V of 16 floats and:
 //   zero(), set1(f), load(p, n) (lanes >= n are 0), store(p, v), add, sub, mul, max, fma(a, b, c) = a * b + c
 //   (one rounding), round_nearest(v) (ties to even), pow2i(v) (2^v for integral v in [-126, 127]),
-//   reduce_sum(v) with the fixed tree below, reduce_max(v).
+//   reduce_sum(v) with the fixed tree below, reduce_max(v);
+//   and the exact conversions of stored K/V: load_f16(p, n), load_bf16(p, n), load_i8(p) (16 int8), f16(bits).
 // reduce_sum tree: u[i] = l[i] + l[i+8] (i < 8); v[i] = u[i] + u[i+4] (i < 4); w[i] = v[i] + v[i+2] (i < 2);
 // sum = w[0] + w[1].
 //
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/paged_attention.h"
@@ -43,11 +45,31 @@ inline void collect_jobs(const PagedAttentionArgs& a, std::vector<Job>& jobs) {
   }
 }
 
-// Address of the K (or V) row of logical position p of sequence s, kv head kvh.
-inline const float* kv_row(const PagedAttentionArgs& a, const float* cache, int32_t s, int32_t p, int32_t kvh) {
+// Bytes of one head's K (or V) row as stored.
+inline int64_t head_bytes(const PagedAttentionArgs& a) { return kv_bytes(a.kv_dtype, a.head_dim); }
+
+// Address of the K (or V) row of logical position p of sequence s, kv head kvh, as stored.
+inline const uint8_t* kv_row(const PagedAttentionArgs& a, const void* cache, int32_t s, int32_t p, int32_t kvh) {
   const int32_t block = a.block_table[static_cast<int64_t>(s) * a.max_blocks + p / a.block_size];
   const int64_t slot = static_cast<int64_t>(block) * a.block_size + p % a.block_size;
-  return cache + (slot * a.n_kv_heads + kvh) * a.head_dim;
+  return static_cast<const uint8_t*>(cache) + (slot * a.n_kv_heads + kvh) * head_bytes(a);
+}
+
+// Values 16 * j .. 16 * j + n - 1 of a stored head row as f32 (lanes >= n are 0), exactly (kv/kv_dtype.h).
+template <class Isa, KvDtype kT>
+inline typename Isa::V load_kv(const uint8_t* row, int j, int n) {
+  if constexpr (kT == KvDtype::kF32) {
+    return Isa::load(reinterpret_cast<const float*>(row) + 16 * j, n);
+  } else if constexpr (kT == KvDtype::kF16) {
+    return Isa::load_f16(reinterpret_cast<const uint16_t*>(row) + 16 * j, n);
+  } else if constexpr (kT == KvDtype::kBF16) {
+    return Isa::load_bf16(reinterpret_cast<const uint16_t*>(row) + 16 * j, n);
+  } else {  // Q8_0: head_dim % 32 == 0, so n == 16 and a vector is one half of a block
+    const uint8_t* block = row + (j / 2) * kKvQ8BlockBytes;
+    uint16_t d;
+    std::memcpy(&d, block, 2);
+    return Isa::mul(Isa::load_i8(reinterpret_cast<const int8_t*>(block + 2 + 16 * (j % 2))), Isa::set1(Isa::f16(d)));
+  }
 }
 
 // e^x for x <= 88 (inputs below -87 are clamped there: results ~1e-38 instead of smaller). Cody-Waite range
@@ -72,7 +94,8 @@ inline typename Isa::V exp_approx(typename Isa::V x) {
 }
 
 // kVecs > 0: head_dim == 16 * kVecs, known at compile time (full vectors, unrolled); 0: any head_dim.
-template <class Isa, int kVecs>
+// kT: the stored K/V type.
+template <class Isa, int kVecs, KvDtype kT>
 void run_job(const PagedAttentionArgs& a, const Job& job) {
   using V = typename Isa::V;
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
@@ -89,11 +112,14 @@ void run_job(const PagedAttentionArgs& a, const Job& job) {
   alignas(64) float scores[kKeyTile];
   alignas(64) float weights[kKeyTile];
   static_assert(kKeyTile == 32, "the tile is two vectors of 16");
-  const float* k_rows[kKeyTile];
-  const float* v_rows[kKeyTile];
+  const uint8_t* k_rows[kKeyTile];
+  const uint8_t* v_rows[kKeyTile];
   const int32_t* table = a.block_table + static_cast<int64_t>(job.seq) * a.max_blocks;
-  const int64_t row_stride = static_cast<int64_t>(a.n_kv_heads) * D;  // floats from one slot to the next
-  const int64_t head_offset = static_cast<int64_t>(kvh) * D;
+  const int64_t hb = kv_bytes(kT, D);
+  const int64_t row_stride = a.n_kv_heads * hb;  // bytes from one slot to the next
+  const int64_t head_offset = kvh * hb;
+  const uint8_t* k_cache = static_cast<const uint8_t*>(a.k_cache);
+  const uint8_t* v_cache = static_cast<const uint8_t*>(a.v_cache);
   // Logical position t0 + i = block_index * block_size + offset; tiles count from the first key attended to.
   int32_t block_index = job.key_begin / a.block_size, offset = job.key_begin % a.block_size;
   for (int32_t t0 = job.key_begin; t0 < job.n_keys; t0 += kKeyTile) {
@@ -101,8 +127,8 @@ void run_job(const PagedAttentionArgs& a, const Job& job) {
     // Row addresses of this tile, walking the block table (no division per key).
     for (int32_t i = 0; i < n; ++i) {
       const int64_t slot = static_cast<int64_t>(table[block_index]) * a.block_size + offset;
-      k_rows[i] = a.k_cache + slot * row_stride + head_offset;
-      v_rows[i] = a.v_cache + slot * row_stride + head_offset;
+      k_rows[i] = k_cache + slot * row_stride + head_offset;
+      v_rows[i] = v_cache + slot * row_stride + head_offset;
       if (++offset == a.block_size) {
         offset = 0;
         ++block_index;
@@ -110,10 +136,10 @@ void run_job(const PagedAttentionArgs& a, const Job& job) {
     }
     // Scores of this tile of keys, read in place through the block table.
     for (int32_t i = 0; i < n; ++i) {
-      const float* k = k_rows[i];
+      const uint8_t* k = k_rows[i];
       V d = Isa::zero();
       for (int j = 0; j < nv; ++j)
-        d = Isa::fma(qv[j], Isa::load(k + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
+        d = Isa::fma(qv[j], load_kv<Isa, kT>(k, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
       scores[i] = Isa::reduce_sum(d) * a.scale;
     }
     for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
@@ -133,10 +159,10 @@ void run_job(const PagedAttentionArgs& a, const Job& job) {
     const V c = Isa::set1(correction);
     for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
     for (int32_t i = 0; i < n; ++i) {
-      const float* v = v_rows[i];
+      const uint8_t* v = v_rows[i];
       const V w = Isa::set1(weights[i]);
       for (int j = 0; j < nv; ++j)
-        acc[j] = Isa::fma(w, Isa::load(v + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
+        acc[j] = Isa::fma(w, load_kv<Isa, kT>(v, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
     }
     running_max = new_max;
   }
@@ -163,13 +189,23 @@ void for_each_job(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
   });
 }
 
-template <class Isa>
-void paged_attention_with(const PagedAttentionArgs& a, ThreadPool& pool) {
+template <class Isa, KvDtype kT>
+void paged_attention_typed(const PagedAttentionArgs& a, ThreadPool& pool) {
   auto run_all = [&](auto job_fn) { for_each_job(a, pool, [&](const Job& job) { job_fn(a, job); }); };
   switch (a.head_dim) {
-    case 64: return run_all(run_job<Isa, 4>);
-    case 128: return run_all(run_job<Isa, 8>);
-    default: return run_all(run_job<Isa, 0>);
+    case 64: return run_all(run_job<Isa, 4, kT>);
+    case 128: return run_all(run_job<Isa, 8, kT>);
+    default: return run_all(run_job<Isa, 0, kT>);
+  }
+}
+
+template <class Isa>
+void paged_attention_with(const PagedAttentionArgs& a, ThreadPool& pool) {
+  switch (a.kv_dtype) {
+    case KvDtype::kF32: return paged_attention_typed<Isa, KvDtype::kF32>(a, pool);
+    case KvDtype::kF16: return paged_attention_typed<Isa, KvDtype::kF16>(a, pool);
+    case KvDtype::kBF16: return paged_attention_typed<Isa, KvDtype::kBF16>(a, pool);
+    case KvDtype::kQ8_0: return paged_attention_typed<Isa, KvDtype::kQ8_0>(a, pool);
   }
 }
 

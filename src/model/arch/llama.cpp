@@ -64,6 +64,7 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
                           std::to_string(first_query) + ")");
     }
   }
+  PAGODA_RETURN_IF_ERROR(check_kv_head_dim(kv.dtype, hp.head_dim));
   if (batch.probe_mass != nullptr && batch.probe_prefix.size() != static_cast<size_t>(num_seqs))
     return make_error("forward batch: the attention probe needs one prefix length per sequence");
   {
@@ -90,6 +91,8 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
   args.n_kv_heads = static_cast<int32_t>(hp.n_head_kv);
   args.head_dim = static_cast<int32_t>(hp.head_dim);
   args.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  args.kv_dtype = kv.dtype;
+  const int64_t slot_bytes = kv_bytes(kv.dtype, hp.kv_dim());
 
   // Token embedding.
   for (int64_t t = 0; t < T; ++t) dequantize_row(w.token_embd, batch.tokens[t], ws.x.data() + t * E);
@@ -106,11 +109,12 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
       rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
     }
     // Write this step's K/V to their slots, then attend through the block table (in-step keys included).
-    float* k_layer = kv.k_base + il * kv.layer_stride;
-    float* v_layer = kv.v_base + il * kv.layer_stride;
+    // (Stored in the cache's type: the attention below reads the stored values, this step's keys included.)
+    uint8_t* k_layer = kv.k_base + il * kv.layer_stride;
+    uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
     for (int64_t t = 0; t < T; ++t) {
-      std::memcpy(k_layer + batch.slot_mapping[t] * KVD, ws.k.data() + t * KVD, sizeof(float) * KVD);
-      std::memcpy(v_layer + batch.slot_mapping[t] * KVD, ws.v.data() + t * KVD, sizeof(float) * KVD);
+      kv_store_row(kv.dtype, ws.k.data() + t * KVD, KVD, k_layer + batch.slot_mapping[t] * slot_bytes);
+      kv_store_row(kv.dtype, ws.v.data() + t * KVD, KVD, v_layer + batch.slot_mapping[t] * slot_bytes);
     }
     args.k_cache = k_layer;
     args.v_cache = v_layer;
@@ -182,7 +186,8 @@ Status llama_forward(const Model& model, std::span<const int32_t> tokens, Contig
   KvStorage storage;
   storage.k_base = kv.k(0);
   storage.v_base = kv.v(0);
-  storage.layer_stride = kv.capacity() * model.hparams().kv_dim();
+  storage.dtype = kv.dtype();
+  storage.layer_stride = kv.capacity() * kv.slot_bytes();
   storage.num_slots = kv.capacity();
   storage.block_size = static_cast<int32_t>(kv.capacity());
   PAGODA_RETURN_IF_ERROR(llama_forward_batch(model, batch, storage, ws, pool, logits));

@@ -12,15 +12,47 @@ TEST(KvPool, SizesLayoutAndCopyOnWrite) {
   ASSERT_TRUE(pool.ok()) << pool.error().message;
   KvPool& p = **pool;
   EXPECT_EQ(p.shape().token_capacity(), 64);
-  // Slot s of layer l starts at k(l) + s * n_kv_heads * head_dim.
+  // Slot s of layer l starts at k(l) + s * n_kv_heads * head_dim values.
+  auto kf = [&](int64_t l) { return reinterpret_cast<float*>(p.k(l)); };
+  auto vf = [&](int64_t l) { return reinterpret_cast<float*>(p.v(l)); };
   for (int64_t l = 0; l < 2; ++l)
-    for (int i = 0; i < 16 * 16; ++i) p.k(l)[16 * 16 + i] = p.v(l)[16 * 16 + i] = static_cast<float>(l * 1000 + i);
+    for (int i = 0; i < 16 * 16; ++i) kf(l)[16 * 16 + i] = vf(l)[16 * 16 + i] = static_cast<float>(l * 1000 + i);
   p.copy_block(BlockId{1}, BlockId{3}, 5);
   for (int64_t l = 0; l < 2; ++l) {
-    for (int i = 0; i < 5 * 16; ++i) EXPECT_EQ(p.k(l)[3 * 16 * 16 + i], static_cast<float>(l * 1000 + i));
-    EXPECT_EQ(p.v(l)[3 * 16 * 16 + 5 * 16 - 1], static_cast<float>(l * 1000 + 5 * 16 - 1));
+    for (int i = 0; i < 5 * 16; ++i) EXPECT_EQ(kf(l)[3 * 16 * 16 + i], static_cast<float>(l * 1000 + i));
+    EXPECT_EQ(vf(l)[3 * 16 * 16 + 5 * 16 - 1], static_cast<float>(l * 1000 + 5 * 16 - 1));
+    EXPECT_NE(vf(l)[3 * 16 * 16 + 5 * 16], static_cast<float>(l * 1000 + 5 * 16));  // slot 5 is not copied
   }
   EXPECT_NE(p.describe().find("4 blocks of 16 tokens = 64 tokens"), std::string::npos) << p.describe();
+  EXPECT_NE(p.describe().find("(f32)"), std::string::npos) << p.describe();
+}
+
+TEST(KvPool, ElementTypesSizeBlocksAndCopyTheirBytes) {
+  // One slot holds n_kv_heads * head_dim = 64 values: 256 bytes in f32, 128 in f16 / bf16, 2 * 34 in q8_0.
+  const std::pair<KvDtype, int64_t> cases[] = {
+      {KvDtype::kF32, 256}, {KvDtype::kF16, 128}, {KvDtype::kBF16, 128}, {KvDtype::kQ8_0, 68}};
+  for (const auto& [dtype, slot_bytes] : cases) {
+    KvPoolShape shape{3, 4, 16, 2, 32, dtype};
+    EXPECT_EQ(shape.slot_bytes(), slot_bytes) << kv_dtype_name(dtype);
+    EXPECT_EQ(shape.bytes_per_block(), static_cast<uint64_t>(2 * 3 * 16 * slot_bytes));
+    EXPECT_EQ(KvPool::blocks_for_budget(shape, uint64_t{1} << 20), (int64_t{1} << 20) / (2 * 3 * 16 * slot_bytes));
+    auto pool = KvPool::create(shape);
+    ASSERT_TRUE(pool.ok()) << pool.error().message;
+    KvPool& p = **pool;
+    p.prefault();
+    for (int64_t l = 0; l < 3; ++l)
+      for (int64_t i = 0; i < 16 * slot_bytes; ++i) p.k(l)[16 * slot_bytes + i] = static_cast<uint8_t>(l + i);
+    p.copy_block(BlockId{1}, BlockId{2}, 3);
+    for (int64_t l = 0; l < 3; ++l) {
+      for (int64_t i = 0; i < 3 * slot_bytes; ++i) ASSERT_EQ(p.k(l)[2 * 16 * slot_bytes + i], static_cast<uint8_t>(l + i));
+      EXPECT_EQ(p.k(l)[2 * 16 * slot_bytes + 3 * slot_bytes], 0);  // only the slots asked for
+    }
+  }
+  // Q8_0 blocks never straddle heads.
+  auto odd = KvPool::create({1, 4, 16, 2, 48, KvDtype::kQ8_0});
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("multiple of 32"), std::string::npos) << odd.error().message;
+  EXPECT_NE(odd.error().message.find("48"), std::string::npos) << odd.error().message;
 }
 
 TEST(KvPool, RejectsAbsurdSizes) {
