@@ -70,8 +70,10 @@ void kv_store_row(KvDtype t, const float* x, int64_t n, void* dst) {
         const uint16_t dh = f32_to_f16(d);
         std::memcpy(block, &dh, 2);
         for (int j = 0; j < kKvQ8Block; ++j) {
-          const float r = std::round(v[j] * id);
-          const float q = std::isnan(r) ? 0.0f : std::clamp(r, -127.0f, 127.0f);  // NaN or inf input: no UB
+          float r = v[j] * id;
+          r = r <= 127.0f ? r : 127.0f;  // NaN (from an inf or NaN input) gives 127: never an undefined conversion
+          r = r >= -127.0f ? r : -127.0f;
+          const float q = std::nearbyint(r);  // ties to even
           block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(q));
         }
       }

@@ -28,7 +28,9 @@ Status check_kv_head_dim(KvDtype t, int64_t head_dim);
 int64_t kv_bytes(KvDtype t, int64_t n);
 
 // Stores n f32 values (one token's K or V row) in type t: f16 and bf16 round to nearest even; Q8_0 per block of
-// 32: d = max|x| / 127 stored as f16, q = round(x / d) (ggml's reference quantizer, as llama.cpp's cache writes).
+// 32: d = max|x| / 127 stored as f16, q = x * (1 / d) rounded to nearest even (ggml's reference quantizer, except
+// that it rounds ties away from zero) and clamped to [-127, 127] (NaN to 127). The portable definition; the
+// forward pass stores through kernels/cpu/kv_store.h, which gives the same bytes.
 void kv_store_row(KvDtype t, const float* x, int64_t n, void* dst);
 // The exact f32 values of n stored values.
 void kv_load_row(KvDtype t, const void* src, int64_t n, float* out);

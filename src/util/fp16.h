@@ -32,12 +32,14 @@ inline float f16_to_f32(uint16_t h) {
   return bits_to_f32(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-// Round to nearest, ties to even; overflow gives inf, NaN stays NaN.
+// Round to nearest, ties to even; overflow gives inf; NaN stays NaN, quieted, with the top 9 bits of its payload
+// (what F16C's vcvtps2ph gives).
 inline uint16_t f32_to_f16(float f) {
   const uint32_t x = f32_to_bits(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0);
+  if (abs > 0x7f800000u) return sign | 0x7e00 | static_cast<uint16_t>((abs >> 13) & 0x1ff);
+  if (abs == 0x7f800000u) return sign | 0x7c00;
   if (abs >= 0x477ff000u) return sign | 0x7c00;  // rounds to >= 65520: inf
   if (abs < 0x38800000u) {                       // below the smallest normal f16: subnormal or zero
     const float v = bits_to_f32(abs);

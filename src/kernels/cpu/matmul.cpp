@@ -65,10 +65,10 @@ void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_token
   thread_local std::vector<uint8_t> xq;  // [num_tokens, x_bytes] quantized activations, shared by the pool
   xq.resize(static_cast<size_t>(num_tokens) * x_bytes);
   uint8_t* xq_data = xq.data();
-  pool.parallel_for(num_tokens, [&](int64_t t_begin, int64_t t_end) {
-    for (int64_t t = t_begin; t < t_end; ++t) quantize_activations(format, x + t * w.cols, w.cols, xq_data + t * x_bytes);
-  });
   const QuantKernels k = quant_kernels(w.type, active_isa().isa);
+  pool.parallel_for(num_tokens, [&](int64_t t_begin, int64_t t_end) {
+    for (int64_t t = t_begin; t < t_end; ++t) k.quantize(x + t * w.cols, w.cols, xq_data + t * x_bytes);
+  });
   const int64_t num_groups = (w.rows + kRowGroup - 1) / kRowGroup;
   constexpr int64_t kTokenChunk = 64;  // a chunk's quantized activations stay in L2 while rows stream past
   // Dots over rows [r_begin, r_end) x tokens [t_begin, t_end), with `fn` taking `fn_rows` rows x `fn_tokens` tokens

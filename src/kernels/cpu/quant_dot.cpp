@@ -18,7 +18,8 @@ using namespace quant_combine;
 // rounded to nearest, ties to even, in plain float arithmetic (no library call, vectorizable).
 inline float round_even(float v) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-  v = std::fmax(-127.0f, std::fmin(127.0f, v));
+  v = v <= 127.0f ? v : 127.0f;    // fmin(127, v): NaN gives 127
+  v = v >= -127.0f ? v : -127.0f;  // fmax(-127, v)
   return (v + kMagic) - kMagic;  // IEEE arithmetic: the compiler may not fold this (no -ffast-math)
 }
 
@@ -317,7 +318,20 @@ QuantKernels quant_kernels(GgmlType t, KernelIsa isa) {
   QuantKernels k;
   if (isa == KernelIsa::kAvx512 && cpu_features().avx512_vnni) k = quant_kernels_avx512(t);
   if (!k.dot && (isa == KernelIsa::kAvx512 || isa == KernelIsa::kAvx2)) k = quant_kernels_avx2(t);
-  if (!k.dot) k = QuantKernels{quant_dot_portable(t), nullptr, 0, 0};
+  if (!k.dot) k = QuantKernels{quant_dot_portable(t), nullptr, nullptr, 0, 0};
+  if (!k.quantize) {
+    switch (activation_format(t)) {
+      case ActivationFormat::kQ8_0:
+        k.quantize = [](const float* x, int64_t K, uint8_t* out) { quantize_activations(ActivationFormat::kQ8_0, x, K, out); };
+        break;
+      case ActivationFormat::kQ8_1:
+        k.quantize = [](const float* x, int64_t K, uint8_t* out) { quantize_activations(ActivationFormat::kQ8_1, x, K, out); };
+        break;
+      case ActivationFormat::kQ8_K:
+        k.quantize = [](const float* x, int64_t K, uint8_t* out) { quantize_activations(ActivationFormat::kQ8_K, x, K, out); };
+        break;
+    }
+  }
   return k;
 }
 

@@ -36,8 +36,11 @@ QuantDotFn quant_dot_portable(GgmlType weight);
 // (t < tile_tokens), into y[t * y_stride + r]; bitwise the same values as the single dots.
 using QuantTileFn = void (*)(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K,
                              float* y, int64_t y_stride);
+// x [K] -> one quantized activation row (bitwise quantize_activations for the weight type's format).
+using ActivationQuantFn = void (*)(const float* x, int64_t K, uint8_t* out);
 struct QuantKernels {
   QuantDotFn dot = nullptr;
+  ActivationQuantFn quantize = nullptr;  // never nullptr from quant_kernels()
   QuantTileFn tile = nullptr;  // nullptr: dots only
   int tile_rows = 0, tile_tokens = 0;
 };

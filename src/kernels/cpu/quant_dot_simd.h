@@ -17,6 +17,7 @@
 #include "io/quant_blocks.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_dot_combine.h"
+#include "util/fp16.h"
 
 namespace pagoda::quant_simd {
 
@@ -433,11 +434,120 @@ QuantDotFn dot_for(GgmlType t) {
 
 // A type's kernels: its dot, and its tile of kRows x kTokens (the super-block types use kRows / 2 rows: their
 // unpacked weights take more registers).
+// --- activation quantization: bitwise the portable quantize_activations (quant_dot.cpp) -----------------------
+
+// The clamp and round of round_even (quant_dot.cpp): min(v, 127) gives 127 for NaN as fmin(127, v) does, then
+// max(v, -127), then round to nearest even (exact for |v| <= 127). 32 values -> 32 int8 in order.
+inline __m256i round_pack32(const float* x, __m256 scale) {
+  __m256i q[4];
+  for (int i = 0; i < 4; ++i) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), scale);
+    v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(127.0f)), _mm256_set1_ps(-127.0f));
+    q[i] = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  // packs works within 128-bit halves: 4-byte groups come out as a0 b0 c0 d0 a1 b1 c1 d1; put them back in order.
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// max |x_i| over n (a multiple of 8) values; a NaN input is skipped, as std::max(amax, |x|) skips it.
+inline float abs_max(const float* x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), m);
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+// Sums of 4 adjacent int8 -> 8 int32.
+inline __m256i sums_of_4(__m256i q) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+}
+
+// One Q8_0 block: d = max|x| / 127, q = round(x / d); returns d.
+inline float quantize_block32(const float* x, int8_t* qs, __m256i* q_out) {
+  const float d = abs_max(x, kQK) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const __m256i q = round_pack32(x, _mm256_set1_ps(id));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), q);
+  *q_out = q;
+  return d;
+}
+
+inline void quantize_row_q8_0(const float* x, int64_t K, uint8_t* out) {
+  auto* y = reinterpret_cast<BlockQ8_0*>(out);
+  uint8_t* lane_sums = out + K / kQK * sizeof(BlockQ8_0);  // [K / 32][8] int32, unaligned
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    __m256i q;
+    y[b].d = f32_to_f16(quantize_block32(x + b * kQK, y[b].qs, &q));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lane_sums + b * 32), sums_of_4(q));
+  }
+}
+
+inline void quantize_row_q8_1(const float* x, int64_t K, uint8_t* out) {
+  auto* y = reinterpret_cast<BlockQ8_1*>(out);
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    __m256i q;
+    const float d = quantize_block32(x + b * kQK, y[b].qs, &q);
+    y[b].d = f32_to_f16(d);
+    y[b].s = f32_to_f16(d * static_cast<float>(hsum(sums_of_4(q))));
+  }
+}
+
+inline void quantize_row_q8_k(const float* x, int64_t K, uint8_t* out) {
+  auto* y = reinterpret_cast<BlockQ8_K*>(out);
+  for (int64_t b = 0; b < K / kQK_K; ++b) {
+    const float* v = x + b * kQK_K;
+    BlockQ8_K& blk = y[b];
+    const float amax = abs_max(v, kQK_K);
+    if (amax == 0.0f) {
+      blk.d = 0.0f;
+      std::memset(blk.qs, 0, sizeof blk.qs);
+      std::memset(blk.bsums, 0, sizeof blk.bsums);
+      continue;
+    }
+    // The first element of largest magnitude keeps its sign in d (the portable scan's strict > keeps the first).
+    float max = 0.0f;
+    const __m256 sign = _mm256_set1_ps(-0.0f), am = _mm256_set1_ps(amax);
+    for (int i = 0; i < kQK_K; i += 8) {
+      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v + i)), am, _CMP_EQ_OQ));
+      if (hit) {
+        max = v[i + __builtin_ctz(static_cast<unsigned>(hit))];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    for (int g = 0; g < kQK_K / 32; ++g) {
+      const __m256i q = round_pack32(v + 32 * g, _mm256_set1_ps(iscale));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(blk.qs + 32 * g), q);
+      // Sums of 16: the 4-sums of each 128-bit half, added horizontally twice.
+      __m256i s = sums_of_4(q);
+      s = _mm256_hadd_epi32(s, s);
+      s = _mm256_hadd_epi32(s, s);
+      blk.bsums[2 * g] = static_cast<int16_t>(_mm256_extract_epi32(s, 0));
+      blk.bsums[2 * g + 1] = static_cast<int16_t>(_mm256_extract_epi32(s, 4));
+    }
+    blk.d = 1.0f / iscale;
+  }
+}
+
+inline ActivationQuantFn quantizer_for(GgmlType t) {
+  switch (activation_format(t)) {
+    case ActivationFormat::kQ8_0: return quantize_row_q8_0;
+    case ActivationFormat::kQ8_1: return quantize_row_q8_1;
+    case ActivationFormat::kQ8_K: return quantize_row_q8_k;
+  }
+  return nullptr;
+}
+
 template <class Ops, int kRows, int kTokens>
 QuantKernels kernels_for(GgmlType t) {
   constexpr int kKRows = kRows / 2 > 0 ? kRows / 2 : 1;
   QuantKernels k;
   k.dot = dot_for<Ops>(t);
+  k.quantize = k.dot ? quantizer_for(t) : nullptr;
   k.tile_rows = kRows;
   k.tile_tokens = kTokens;
   switch (t) {

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/attention_probe.h"
+#include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
@@ -112,10 +113,8 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
     // (Stored in the cache's type: the attention below reads the stored values, this step's keys included.)
     uint8_t* k_layer = kv.k_base + il * kv.layer_stride;
     uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
-    for (int64_t t = 0; t < T; ++t) {
-      kv_store_row(kv.dtype, ws.k.data() + t * KVD, KVD, k_layer + batch.slot_mapping[t] * slot_bytes);
-      kv_store_row(kv.dtype, ws.v.data() + t * KVD, KVD, v_layer + batch.slot_mapping[t] * slot_bytes);
-    }
+    kv_store_rows(kv.dtype, ws.k.data(), KVD, T, KVD, k_layer, slot_bytes, batch.slot_mapping.data());
+    kv_store_rows(kv.dtype, ws.v.data(), KVD, T, KVD, v_layer, slot_bytes, batch.slot_mapping.data());
     args.k_cache = k_layer;
     args.v_cache = v_layer;
     args.kv_begin = nullptr;  // every sequence sees all its keys, unless the layer mask hides a prefix here

@@ -211,6 +211,41 @@ TEST(QuantDot, NonFiniteActivationsQuantizeToBoundedLevels) {
   }
 }
 
+// The SIMD activation quantizers write the portable quantizer's bytes (levels, scales, lane sums, bsums): random
+// rows, an all-zero block, a block whose largest magnitude appears with both signs (the first one sets d's sign),
+// values that round at exactly .5, and non-finite values.
+TEST(QuantDot, SimdActivationQuantizersGiveThePortableBytes) {
+  constexpr int64_t K = 1024;
+  std::vector<std::vector<float>> rows;
+  for (uint64_t seed = 1; seed <= 4; ++seed) rows.push_back(random_floats(K, 40 + seed));
+  rows.push_back(std::vector<float>(K, 0.0f));
+  std::vector<float> special = random_floats(K, 9);
+  for (int i = 0; i < 32; ++i) special[i] = 0.0f;  // a zero block
+  special[300] = -2.0f, special[301] = 2.0f, special[290] = 2.0f;  // equal magnitudes of both signs
+  for (int i = 512; i < 544; ++i) special[i] = (i - 528) * 0.5f + (i % 3 == 0 ? 0.25f : 0.0f);  // exact halves
+  rows.push_back(special);
+  std::vector<float> bad = random_floats(K, 10);
+  bad[3] = INFINITY, bad[40] = NAN, bad[300] = -INFINITY, bad[700] = NAN;
+  rows.push_back(bad);
+  int compared = 0;
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q4_K}) {
+    const ActivationFormat f = activation_format(t);
+    for (KernelIsa isa : {KernelIsa::kPortable, KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+      if (!cpu_can_run(isa)) continue;
+      const QuantKernels k = quant_kernels(t, isa);
+      ASSERT_NE(k.quantize, nullptr);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        std::vector<uint8_t> want(activation_row_bytes(f, K), 0xAB), got(want.size(), 0xCD);
+        quantize_activations(f, rows[i].data(), K, want.data());
+        k.quantize(rows[i].data(), K, got.data());
+        ASSERT_EQ(want, got) << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " row " << i;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 21);
+}
+
 TEST(QuantDot, EveryRunnableQuantizedTypeUsesTheIntegerPath) {
   for (GgmlType t : kTypes) EXPECT_TRUE(uses_integer_dot(t)) << ggml_type_traits(t).name;
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) EXPECT_FALSE(uses_integer_dot(t));
