@@ -60,7 +60,7 @@ void quantize_q8_k(const float* x, BlockQ8_K& y) {
 
 // --- portable dots: legacy types against Q8_0 / Q8_1 ------------------------------------------------------------
 
-// One block's update of the 8 lanes: lane j += (sum of level(i) * x_i over i = 4j .. 4j + 3) * scale.
+// One block's update of its set of 8 lanes: lane j += (sum of level(i) * x_i over i = 4j .. 4j + 3) * scale.
 template <class Level>
 void accumulate_lanes(float lanes[kLanes32], const int8_t* xq, float scale, Level level) {
   for (int j = 0; j < kLanes32; ++j) {
@@ -75,11 +75,11 @@ template <class Block, class Level>
 float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
   const auto* w = blocks_of<Block>(wr);
   const auto* x = blocks_of<BlockQ8_0>(xr);
-  float lanes[kLanes32] = {};
+  float lanes[kFloatLanes32] = {};
   for (int64_t b = 0; b < K / kQK; ++b)
-    accumulate_lanes(lanes, x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
+    accumulate_lanes(lanes + kLanes32 * (b % 2), x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
                      [&](int i) { return level(w[b], i); });
-  return reduce8(lanes);
+  return reduce16(lanes);
 }
 
 float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t K) {
@@ -106,14 +106,14 @@ template <class Block, class Level>
 float dot_levels_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
   const auto* w = blocks_of<Block>(wr);
   const auto* x = blocks_of<BlockQ8_1>(xr);
-  float lanes[kLanes32] = {};
+  float lanes[kFloatLanes32] = {};
   float mins = 0.0f;
   for (int64_t b = 0; b < K / kQK; ++b) {
-    accumulate_lanes(lanes, x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
+    accumulate_lanes(lanes + kLanes32 * (b % 2), x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
                      [&](int i) { return level(w[b], i); });
     mins = mins + f16_to_f32(w[b].m) * f16_to_f32(x[b].s);
   }
-  return reduce8(lanes) + mins;
+  return reduce16(lanes) + mins;
 }
 float dot_q4_1(const uint8_t* w, const uint8_t* x, int64_t K) {
   return dot_levels_with_min<BlockQ4_1>(w, x, K, [](const BlockQ4_1& b, int j) { return nibble(b.qs, j); });

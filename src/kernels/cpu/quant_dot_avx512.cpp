@@ -6,6 +6,7 @@
 #endif
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_dot_simd.h"
+#include "kernels/cpu/quant_dot_zmm.h"
 
 namespace pagoda {
 namespace {
@@ -18,9 +19,31 @@ struct VnniOps {
 
 }  // namespace
 
-QuantDotFn quant_dot_avx512(GgmlType weight) { return quant_simd::dot_for<VnniOps>(weight); }
+namespace {
+
+// The 32-element types against Q8_0 activations on zmm pairs of blocks; the rest as quant_simd builds them.
+template <class Kind>
+void use_zmm(QuantKernels& k) {
+  k.dot = quant_zmm::dot32<Kind>;
+  k.tile = quant_zmm::tile32<Kind, 4, 4>;  // 16 zmm accumulators of 32
+  k.tile_rows = k.tile_tokens = 4;
+}
+
+}  // namespace
+
+QuantDotFn quant_dot_avx512(GgmlType weight) { return quant_kernels_avx512(weight).dot; }
 
 // Tiles of 4 rows x 4 tokens (32 ymm registers: 16 accumulators).
-QuantKernels quant_kernels_avx512(GgmlType weight) { return quant_simd::kernels_for<VnniOps, 4, 4>(weight); }
+QuantKernels quant_kernels_avx512(GgmlType weight) {
+  QuantKernels k = quant_simd::kernels_for<VnniOps, 4, 4>(weight);
+  switch (weight) {
+    case GgmlType::Q8_0: use_zmm<quant_zmm::SignedQ8_0>(k); break;
+    case GgmlType::Q4_0: use_zmm<quant_zmm::OffsetQ4_0>(k); break;
+    case GgmlType::Q5_0: use_zmm<quant_zmm::OffsetQ5_0>(k); break;
+    case GgmlType::IQ4_NL: use_zmm<quant_zmm::SignedIQ4_NL>(k); break;
+    default: break;
+  }
+  return k;
+}
 
 }  // namespace pagoda

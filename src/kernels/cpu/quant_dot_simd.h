@@ -63,8 +63,8 @@ inline __m256i iq4_levels(const uint8_t* qs) {
   return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), unpack_nibbles(qs));
 }
 
-// The 8 float lanes of the 32-element types (quant_dot_combine.h): one block's int32 partials, converted and
-// fused-multiply-added with the block's scale; reduce8's tree at the end.
+// One set of 8 float lanes of the 32-element types (quant_dot_combine.h): one block's int32 partials, converted and
+// fused-multiply-added with the block's scale; reduce16's tree at the end (reduce_sets).
 inline __m256 accumulate_lanes(__m256 lanes, __m256i partials, float scale) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(partials), _mm256_set1_ps(scale), lanes);
 }
@@ -73,6 +73,8 @@ inline float reduce_lanes(__m256 lanes) {
   const __m128 v = _mm_add_ps(u, _mm_movehl_ps(u, u));                                          // u[i] + u[i + 2]
   return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));                                      // v[0] + v[1]
 }
+// reduce16 of the even blocks' set and the odd blocks' set.
+inline float reduce_sets(__m256 even, __m256 odd) { return reduce_lanes(_mm256_add_ps(even, odd)); }
 
 // Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0 activations. A Kind says how a weight block becomes registers (prep), what
 // an activation block contributes once for all rows (token), and how a pair gives the block's int32 partials.
@@ -137,35 +139,50 @@ struct KindOffset {
 };
 
 // kRows weight rows x kTokens activation rows: y[t * y_stride + r]. Each pair's lanes see exactly the operations
-// of the 1 x 1 tile (the single dot), so any tiling gives the same bits.
+// of the 1 x 1 tile (the single dot), so any tiling gives the same bits. Even blocks feed one set of lanes and odd
+// blocks the other, and the sets never mix before the end: large tiles run the even blocks, then the odd ones, with
+// one set of accumulators (16 ymm registers hold no more); small ones keep both sets.
 template <class Kind, int kRows, int kTokens>
 void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
             int64_t y_stride) {
   using Block = typename Kind::Block;
-  __m256 acc[kRows][kTokens];
-  for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < K / kQK; ++b) {
-    typename Kind::W w[kRows];
-    __m256 dw[kRows];
-    for (int r = 0; r < kRows; ++r) {
-      const Block& blk = reinterpret_cast<const Block*>(w0 + r * w_stride)[b];
-      w[r] = Kind::prep(blk);
-      dw[r] = _mm256_set1_ps(half(blk.d));
+  constexpr bool kTwoPasses = kRows * kTokens > 4;
+  constexpr int kSets = kTwoPasses ? 1 : 2;
+  __m256 acc[kSets][kRows][kTokens];
+  __m256 even[kTwoPasses ? kRows : 1][kTwoPasses ? kTokens : 1];
+  const int64_t nb = K / kQK;
+  for (int pass = 0; pass < (kTwoPasses ? 2 : 1); ++pass) {
+    for (int s = 0; s < kSets; ++s)
+      for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t) acc[s][r][t] = _mm256_setzero_ps();
+    for (int64_t b = pass; b < nb; b += (kTwoPasses ? 2 : 1)) {
+      const int set = kTwoPasses ? 0 : static_cast<int>(b % 2);
+      typename Kind::W w[kRows];
+      __m256 dw[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        const Block& blk = reinterpret_cast<const Block*>(w0 + r * w_stride)[b];
+        w[r] = Kind::prep(blk);
+        dw[r] = _mm256_set1_ps(half(blk.d));
+      }
+      for (int t = 0; t < kTokens; ++t) {
+        const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride)[b];
+        // The row's lane sums follow its blocks (quant_dot.h).
+        const uint8_t* lane_sums = x0 + t * x_stride + nb * sizeof(BlockQ8_0) + b * 32;
+        const __m256i xq = load32(xb.qs), tk = Kind::token(load32(lane_sums));
+        const __m256 dx = _mm256_set1_ps(half(xb.d));
+        for (int r = 0; r < kRows; ++r)  // the scale d_w * d_x is one float product, as in the portable code
+          acc[set][r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w[r], xq, tk)),
+                                           _mm256_mul_ps(dw[r], dx), acc[set][r][t]);
+      }
     }
-    for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride)[b];
-      // The row's lane sums follow its blocks (quant_dot.h).
-      const uint8_t* lane_sums = x0 + t * x_stride + (K / kQK) * sizeof(BlockQ8_0) + b * 32;
-      const __m256i xq = load32(xb.qs), tk = Kind::token(load32(lane_sums));
-      const __m256 dx = _mm256_set1_ps(half(xb.d));
-      for (int r = 0; r < kRows; ++r)  // the scale d_w * d_x is one float product, as in the portable code
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w[r], xq, tk)), _mm256_mul_ps(dw[r], dx),
-                                    acc[r][t]);
-    }
+    if (kTwoPasses && pass == 0)
+      for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t) even[kTwoPasses ? r : 0][kTwoPasses ? t : 0] = acc[0][r][t];
   }
   for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = reduce_lanes(acc[r][t]);
+    for (int t = 0; t < kTokens; ++t)
+      y[t * y_stride + r] = kTwoPasses ? reduce_sets(even[kTwoPasses ? r : 0][kTwoPasses ? t : 0], acc[0][r][t])
+                                       : reduce_sets(acc[0][r][t], acc[kSets - 1][r][t]);
 }
 
 template <class Kind>
@@ -198,7 +215,7 @@ template <class Ops, class Block, bool kFiveBits>
 float dot_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K) {
   const auto* w = reinterpret_cast<const Block*>(wr);
   const auto* x = reinterpret_cast<const BlockQ8_1*>(xr);
-  __m256 lanes = _mm256_setzero_ps();
+  __m256 lanes[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd blocks' sets
   float mins = 0.0f;
   for (int64_t b = 0; b < K / kQK; ++b) {
     __m256i q;
@@ -206,10 +223,11 @@ float dot_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K) {
       q = five_bit_levels(w[b].qs, w[b].qh);
     else
       q = unpack_nibbles(w[b].qs);
-    lanes = accumulate_lanes(lanes, Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)), half(w[b].d) * half(x[b].d));
+    lanes[b % 2] = accumulate_lanes(lanes[b % 2], Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)),
+                                    half(w[b].d) * half(x[b].d));
     mins = mins + half(w[b].m) * half(x[b].s);
   }
-  return reduce_lanes(lanes) + mins;
+  return reduce_sets(lanes[0], lanes[1]) + mins;
 }
 
 template <class Ops>

@@ -98,11 +98,18 @@ TEST_P(QuantDot, PortableEqualsTheDequantizedDotOfTheQuantizedActivations) {
   EXPECT_NEAR(got, plain, 0.01 * magnitude) << ggml_type_traits(t).name;
 }
 
+// Row lengths with an even and an odd number of blocks (the even and odd blocks feed different lanes, and 512-bit
+// builds take blocks in pairs: an odd count leaves a lone last block).
+std::vector<int64_t> row_lengths(GgmlType t) {
+  if (ggml_type_traits(t).block_elems == 256) return {1024, 768, 256};
+  return {1024, 800, 32};
+}
+
 TEST_P(QuantDot, EverySimdBuildGivesThePortableBits) {
   const GgmlType t = GetParam();
-  const int64_t K = 1024;
   int compared = 0;
-  for (uint64_t seed = 0; seed < 20; ++seed) {
+  for (uint64_t seed = 0; seed < 24; ++seed) {
+    const int64_t K = row_lengths(t)[seed % 3];
     const auto w = random_rows(t, 1, K, 100 + seed, seed % 2 ? 1.0f : 1e-3f);
     auto x = random_floats(K, 200 + seed);
     if (seed == 3) x.assign(K, 0.0f);  // an all-zero activation row (scale 0)
@@ -125,8 +132,8 @@ TEST_P(QuantDot, EverySimdBuildGivesThePortableBits) {
 
 TEST_P(QuantDot, TilesGiveThePortableBitsOfEveryPair) {
   const GgmlType t = GetParam();
-  const int64_t K = 512;
-  const auto w = random_rows(t, 8, K, 31);
+  for (int64_t K : row_lengths(t)) {
+  const auto w = random_rows(t, 8, K, 31 + K);
   const size_t w_stride = ggml_row_bytes(ggml_type_traits(t), K);
   const ActivationFormat f = activation_format(t);
   const size_t x_stride = activation_row_bytes(f, K);
@@ -145,15 +152,17 @@ TEST_P(QuantDot, TilesGiveThePortableBitsOfEveryPair) {
       for (int r = 0; r < k.tile_rows; ++r) {
         const float want = quant_dot_portable(t)(w.data() + r * w_stride, xq.data() + tok * x_stride, K);
         EXPECT_EQ(0, std::memcmp(&want, &y[tok * k.tile_rows + r], 4))
-            << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " row " << r << " token " << tok;
+            << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " K " << K << " row " << r << " token "
+            << tok;
       }
   }
-  RecordProperty("tile_builds_compared", tiles);
+  RecordProperty("tile_builds_compared_K" + std::to_string(K), tiles);
+  }
 }
 
 TEST_P(QuantDot, MatmulIsBatchAndThreadInvariant) {
   const GgmlType t = GetParam();
-  const int64_t K = 512, N = 50, T = 7;
+  const int64_t K = row_lengths(t)[1], N = 50, T = 7;
   auto bytes = random_rows(t, N, K, 7);
   WeightMatrix w{bytes.data(), t, K, N, ggml_row_bytes(ggml_type_traits(t), K)};
   const auto x = random_floats(T * K, 8);
