@@ -32,8 +32,13 @@ class ThreadPool {
   }
 
   // Splits [0, n) into num_threads() contiguous ranges, in order, and calls fn(begin, end) for each non-empty one.
+  // A single item runs on the calling thread (no dispatch, no other thread to wait for).
   template <typename F>
   void parallel_for(int64_t n, F&& fn) {
+    if (n == 1) {
+      fn(int64_t{0}, int64_t{1});
+      return;
+    }
     const int nt = num_threads_;
     run([&](int tid) {
       const int64_t begin = n * tid / nt;

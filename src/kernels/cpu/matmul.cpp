@@ -58,40 +58,51 @@ const char* matmul_isa_name() { return active_isa().name; }
 
 namespace {
 
-// Quantized weights: each token's activations quantized once, then one integer dot per (row, token).
-void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool) {
-  const ActivationFormat format = activation_format(w.type);
-  const size_t x_bytes = activation_row_bytes(format, w.cols);
+// Each token's activations quantized once for every matrix of the same format: xq [num_tokens, x_bytes].
+const uint8_t* quantize_tokens(const QuantKernels& k, ActivationFormat format, const float* x, int64_t cols,
+                               int64_t num_tokens, ThreadPool& pool) {
+  const size_t x_bytes = activation_row_bytes(format, cols);
   thread_local std::vector<uint8_t> xq;  // [num_tokens, x_bytes] quantized activations, shared by the pool
   xq.resize(static_cast<size_t>(num_tokens) * x_bytes);
   uint8_t* xq_data = xq.data();
-  const QuantKernels k = quant_kernels(w.type, active_isa().isa);
   pool.parallel_for(num_tokens, [&](int64_t t_begin, int64_t t_end) {
-    for (int64_t t = t_begin; t < t_end; ++t) k.quantize(x + t * w.cols, w.cols, xq_data + t * x_bytes);
+    for (int64_t t = t_begin; t < t_end; ++t) k.quantize(x + t * cols, cols, xq_data + t * x_bytes);
   });
-  const int64_t num_groups = (w.rows + kRowGroup - 1) / kRowGroup;
+  return xq_data;
+}
+
+// Rows of groups [g_begin, g_end) of w (kRowGroup rows each) for every token: one integer dot per (row, token).
+void integer_dot_groups(const WeightMatrix& w, const QuantKernels& k, const uint8_t* xq, size_t x_bytes,
+                        int64_t num_tokens, float* y, int64_t g_begin, int64_t g_end) {
   constexpr int64_t kTokenChunk = 64;  // a chunk's quantized activations stay in L2 while rows stream past
-  // Dots over rows [r_begin, r_end) x tokens [t_begin, t_end), with `fn` taking `fn_rows` rows x `fn_tokens` tokens
-  // where a whole block of them fits and single dots elsewhere. Every value is bitwise its single dot.
-  auto run = [&](QuantTileFn fn, int fn_rows, int fn_tokens, int64_t r_begin, int64_t r_end, int64_t t_begin,
-                 int64_t t_end) {
-    const int64_t t_full = fn ? t_begin + (t_end - t_begin) / fn_tokens * fn_tokens : t_begin;
-    const int64_t r_full = fn ? r_begin + (r_end - r_begin) / fn_rows * fn_rows : r_begin;
-    for (int64_t r = r_begin; r < r_full; r += fn_rows)
-      for (int64_t t = t_begin; t < t_full; t += fn_tokens)
-        fn(w.row(r), w.row_bytes, xq_data + t * x_bytes, x_bytes, w.cols, y + t * w.rows + r, w.rows);
+  // Dots over rows [r_begin, r_end) x tokens [t_begin, t_end), with the tile taking tile_rows rows x tile_tokens
+  // tokens where a whole block of them fits and single dots elsewhere. Every value is bitwise its single dot.
+  const int64_t r_begin = g_begin * kRowGroup, r_end = std::min(g_end * kRowGroup, w.rows);
+  for (int64_t t_begin = 0; t_begin < num_tokens; t_begin += kTokenChunk) {
+    const int64_t t_end = std::min(t_begin + kTokenChunk, num_tokens);
+    // Tiles (prefill), single dots for the rest (decode: each row streams past once, in address order;
+    // interleaving several rows measured 2x slower on decode).
+    const int64_t t_full = k.tile ? t_begin + (t_end - t_begin) / k.tile_tokens * k.tile_tokens : t_begin;
+    const int64_t r_full = k.tile ? r_begin + (r_end - r_begin) / k.tile_rows * k.tile_rows : r_begin;
+    for (int64_t r = r_begin; r < r_full; r += k.tile_rows)
+      for (int64_t t = t_begin; t < t_full; t += k.tile_tokens)
+        k.tile(w.row(r), w.row_bytes, xq + t * x_bytes, x_bytes, w.cols, y + t * w.rows + r, w.rows);
     for (int64_t r = r_begin; r < r_end; ++r)
       for (int64_t t = (r < r_full ? t_full : t_begin); t < t_end; ++t)
-        y[t * w.rows + r] = k.dot(w.row(r), xq_data + t * x_bytes, w.cols);
-  };
-  pool.parallel_for(num_groups, [&](int64_t g_begin, int64_t g_end) {
-    const int64_t r_begin = g_begin * kRowGroup, r_end = std::min(g_end * kRowGroup, w.rows);
-    for (int64_t t0 = 0; t0 < num_tokens; t0 += kTokenChunk) {
-      const int64_t t_end = std::min(t0 + kTokenChunk, num_tokens);
-      // Tiles of tile_rows x tile_tokens (prefill), single dots for the rest (decode: each row streams past once,
-      // in address order; interleaving several rows measured 2x slower on decode).
-      run(k.tile, k.tile_rows, k.tile_tokens, r_begin, r_end, t0, t_end);
-    }
+        y[t * w.rows + r] = k.dot(w.row(r), xq + t * x_bytes, w.cols);
+  }
+}
+
+int64_t num_groups(const WeightMatrix& w) { return (w.rows + kRowGroup - 1) / kRowGroup; }
+
+// Quantized weights: each token's activations quantized once, then one integer dot per (row, token).
+void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool) {
+  const ActivationFormat format = activation_format(w.type);
+  const QuantKernels k = quant_kernels(w.type, active_isa().isa);
+  const uint8_t* xq = quantize_tokens(k, format, x, w.cols, num_tokens, pool);
+  const size_t x_bytes = activation_row_bytes(format, w.cols);
+  pool.parallel_for(num_groups(w), [&](int64_t g_begin, int64_t g_end) {
+    integer_dot_groups(w, k, xq, x_bytes, num_tokens, y, g_begin, g_end);
   });
 }
 
@@ -104,6 +115,34 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
   pool.parallel_for(num_groups, [&](int64_t g_begin, int64_t g_end) {
     const int64_t r_end = g_end * kRowGroup < w.rows ? g_end * kRowGroup : w.rows;
     fn(w, x, num_tokens, y, g_begin * kRowGroup, r_end);
+  });
+}
+
+void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const float* x, int64_t num_tokens,
+                 ThreadPool& pool) {
+  constexpr int kMax = 4;
+  bool shared = n >= 1 && n <= kMax;
+  for (int i = 0; i < n && shared; ++i)
+    shared = uses_integer_dot(w[i]->type) && w[i]->cols == w[0]->cols &&
+             activation_format(w[i]->type) == activation_format(w[0]->type);
+  if (!shared) {
+    for (int i = 0; i < n; ++i) matmul(*w[i], x, num_tokens, y[i], pool);
+    return;
+  }
+  const ActivationFormat format = activation_format(w[0]->type);
+  QuantKernels k[kMax];
+  int64_t first_group[kMax + 1] = {0};  // matrix i owns groups [first_group[i], first_group[i + 1]) of the union
+  for (int i = 0; i < n; ++i) {
+    k[i] = quant_kernels(w[i]->type, active_isa().isa);
+    first_group[i + 1] = first_group[i] + num_groups(*w[i]);
+  }
+  const uint8_t* xq = quantize_tokens(k[0], format, x, w[0]->cols, num_tokens, pool);
+  const size_t x_bytes = activation_row_bytes(format, w[0]->cols);
+  pool.parallel_for(first_group[n], [&](int64_t g_begin, int64_t g_end) {
+    for (int i = 0; i < n; ++i) {
+      const int64_t b = std::max(g_begin, first_group[i]), e = std::min(g_end, first_group[i + 1]);
+      if (b < e) integer_dot_groups(*w[i], k[i], xq, x_bytes, num_tokens, y[i], b - first_group[i], e - first_group[i]);
+    }
   });
 }
 

@@ -15,6 +15,12 @@ namespace pagoda {
 // x: [num_tokens, w.cols] row stride w.cols; y: [num_tokens, w.rows] row stride w.rows.
 void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool);
 
+// Several matrices applied to the same input (Q, K and V; gate and up): y[i] = x * w[i]^T, with bitwise the values of
+// separate matmul calls. Quantized weights of one activation format share one quantization of x and one parallel
+// region over all their rows; anything else runs as separate matmul calls.
+void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const float* x, int64_t num_tokens,
+                 ThreadPool& pool);
+
 // Converts row r of w to f32: out [w.cols]. Used for embedding lookups.
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out);
 

@@ -102,9 +102,11 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
     const LayerWeights& l = w.layers[il];
     // Attention block: norm, projections, rotary positions.
     rms_norm(ws.x.data(), l.attn_norm.data(), T, E, hp.rms_eps, ws.xn.data());
-    matmul(l.wq, ws.xn.data(), T, ws.q.data(), pool);
-    matmul(l.wk, ws.xn.data(), T, ws.k.data(), pool);
-    matmul(l.wv, ws.xn.data(), T, ws.v.data(), pool);
+    {
+      const WeightMatrix* qkv[3] = {&l.wq, &l.wk, &l.wv};
+      float* out[3] = {ws.q.data(), ws.k.data(), ws.v.data()};
+      matmul_many(qkv, out, 3, ws.xn.data(), T, pool);
+    }
     for (int64_t t = 0; t < T; ++t) {
       rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
       rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
@@ -138,8 +140,11 @@ Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const 
 
     // Feed-forward block: norm, SwiGLU, down projection.
     rms_norm(ws.x.data(), l.ffn_norm.data(), T, E, hp.rms_eps, ws.xn.data());
-    matmul(l.w_gate, ws.xn.data(), T, ws.gate.data(), pool);
-    matmul(l.w_up, ws.xn.data(), T, ws.up.data(), pool);
+    {
+      const WeightMatrix* gate_up[2] = {&l.w_gate, &l.w_up};
+      float* out[2] = {ws.gate.data(), ws.up.data()};
+      matmul_many(gate_up, out, 2, ws.xn.data(), T, pool);
+    }
     silu_mul(ws.gate.data(), ws.up.data(), T * hp.n_ff);
     matmul(l.w_down, ws.gate.data(), T, ws.proj.data(), pool);
     add_in_place(ws.x.data(), ws.proj.data(), T * E);

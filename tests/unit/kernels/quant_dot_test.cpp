@@ -178,6 +178,41 @@ TEST_P(QuantDot, MatmulIsBatchAndThreadInvariant) {
 INSTANTIATE_TEST_SUITE_P(Types, QuantDot, ::testing::ValuesIn(kTypes),
                          [](const auto& info) { return std::string(ggml_type_traits(info.param).name); });
 
+// matmul_many (one quantization and one parallel region for several matrices) gives each matrix's matmul bits:
+// types sharing a format (Q4_K and Q6_K on Q8_K), different row counts, decode and prefill token counts; and the
+// fallback for a mix it cannot share (F32 beside Q8_0).
+TEST(QuantDot, MatmulManyEqualsSeparateMatmuls) {
+  const int64_t K = 512;
+  const std::pair<GgmlType, int64_t> mats[3] = {{GgmlType::Q4_K, 50}, {GgmlType::Q6_K, 24}, {GgmlType::Q4_K, 73}};
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<WeightMatrix> w;
+  for (int i = 0; i < 3; ++i) bytes.push_back(random_rows(mats[i].first, mats[i].second, K, 60 + i));
+  for (int i = 0; i < 3; ++i)
+    w.push_back({bytes[i].data(), mats[i].first, K, mats[i].second, ggml_row_bytes(ggml_type_traits(mats[i].first), K)});
+  std::vector<float> f32_rows(20 * K);
+  for (size_t i = 0; i < f32_rows.size(); ++i) f32_rows[i] = static_cast<float>(std::sin(0.37 * i));
+  const WeightMatrix dense{reinterpret_cast<const uint8_t*>(f32_rows.data()), GgmlType::F32, K, 20, K * 4};
+  ThreadPool pool(3);
+  for (int64_t T : {1, 2, 9}) {
+    const auto x = random_floats(T * K, 70 + T);
+    for (int variant = 0; variant < 2; ++variant) {
+      const WeightMatrix* ws[3] = {&w[0], &w[1], variant == 0 ? &w[2] : &dense};
+      std::vector<std::vector<float>> want(3), got(3);
+      float* outs[3];
+      for (int i = 0; i < 3; ++i) {
+        want[i].resize(T * ws[i]->rows);
+        got[i].assign(T * ws[i]->rows, NAN);
+        matmul(*ws[i], x.data(), T, want[i].data(), pool);
+        outs[i] = got[i].data();
+      }
+      matmul_many(ws, outs, 3, x.data(), T, pool);
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(0, std::memcmp(want[i].data(), got[i].data(), want[i].size() * 4))
+            << "T " << T << " matrix " << i << " variant " << variant;
+    }
+  }
+}
+
 TEST(QuantDot, SimdBuildsCoverEveryType) {
   for (GgmlType t : kTypes) {
     EXPECT_NE(quant_dot_avx2(t), nullptr) << ggml_type_traits(t).name;
