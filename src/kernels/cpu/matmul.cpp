@@ -121,10 +121,26 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
 void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const float* x, int64_t num_tokens,
                  ThreadPool& pool) {
   constexpr int kMax = 4;
-  bool shared = n >= 1 && n <= kMax;
-  for (int i = 0; i < n && shared; ++i)
-    shared = uses_integer_dot(w[i]->type) && w[i]->cols == w[0]->cols &&
+  bool shared = n >= 1 && n <= kMax, dense = shared;
+  for (int i = 0; i < n && (shared || dense); ++i) {
+    shared = shared && uses_integer_dot(w[i]->type) && w[i]->cols == w[0]->cols &&
              activation_format(w[i]->type) == activation_format(w[0]->type);
+    dense = dense && !uses_integer_dot(w[i]->type);
+  }
+  if (dense) {  // float weights: one parallel region over every matrix's row groups
+    int64_t first_group[kMax + 1] = {0};
+    for (int i = 0; i < n; ++i) first_group[i + 1] = first_group[i] + num_groups(*w[i]);
+    const kernels::MatmulRowsFn fn = active_isa().fn;
+    pool.parallel_for(first_group[n], [&](int64_t g_begin, int64_t g_end) {
+      for (int i = 0; i < n; ++i) {
+        const int64_t b = std::max(g_begin, first_group[i]), e = std::min(g_end, first_group[i + 1]);
+        if (b < e)
+          fn(*w[i], x, num_tokens, y[i], (b - first_group[i]) * kRowGroup,
+             std::min((e - first_group[i]) * kRowGroup, w[i]->rows));
+      }
+    });
+    return;
+  }
   if (!shared) {
     for (int i = 0; i < n; ++i) matmul(*w[i], x, num_tokens, y[i], pool);
     return;

@@ -195,8 +195,10 @@ TEST(QuantDot, MatmulManyEqualsSeparateMatmuls) {
   ThreadPool pool(3);
   for (int64_t T : {1, 2, 9}) {
     const auto x = random_floats(T * K, 70 + T);
-    for (int variant = 0; variant < 2; ++variant) {
-      const WeightMatrix* ws[3] = {&w[0], &w[1], variant == 0 ? &w[2] : &dense};
+    for (int variant = 0; variant < 3; ++variant) {
+      // 0: three quantized; 1: quantized and float mixed (separate calls); 2: float only (one shared region).
+      const WeightMatrix* ws[3] = {variant == 2 ? &dense : &w[0], variant == 2 ? &dense : &w[1],
+                                   variant == 0 ? &w[2] : &dense};
       std::vector<std::vector<float>> want(3), got(3);
       float* outs[3];
       for (int i = 0; i < 3; ++i) {
