@@ -18,6 +18,7 @@
 #include "anchor_setup.h"
 #include "util/atomic_file.h"
 #include "commands.h"
+#include "perf/roofline.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
@@ -40,6 +41,7 @@ struct BenchOptions {
   int32_t concurrency = 0;
   int64_t cached_prefix = 0;
   std::string attention = "fused";
+  bool no_roofline = false;
   EngineFlags engine;
   std::string anchor_trust_root;          // with --anchor: every request starts from the (first) anchor
   std::vector<std::string> anchor_files;
@@ -277,11 +279,27 @@ int run(const BenchOptions& o) {
   const double tg = decode_rates.empty() ? 0.0 : median(decode_rates);
   uint64_t weight_bytes = 0;
   for (const auto& t : m.file().tensors()) weight_bytes += t.n_bytes;
+  // The decode roofline at the mean context of the decode steps (perf/roofline.h).
+  const DecodeCost cost = decode_cost(m, *kv_dtype, o.n_prompt + o.n_gen / 2);
+  const uint64_t bytes_per_token = cost.weight_bytes + cost.kv_bytes;
+  Roofline roof;
+  const bool measure_roofline = !o.no_roofline && o.n_gen > 0;
+  if (measure_roofline) roof = decode_roofline(m, cost, pool);
   if (o.format == "json") {
     nlohmann::ordered_json out = {
         {"model", o.model_path}, {"prompt_tokens", o.n_prompt}, {"gen_tokens", o.n_gen},        {"threads", o.threads},
         {"reps", o.reps},        {"isa", matmul_isa_name()},    {"weight_bytes", weight_bytes},
-        {"kv_cache_dtype", kv_dtype_name(*kv_dtype)}, {"prefill_tok_s", pp}, {"decode_tok_s", tg}};
+        {"kv_cache_dtype", kv_dtype_name(*kv_dtype)}, {"decode_bytes_per_token", bytes_per_token},
+        {"decode_ops_per_token", cost.ops}, {"prefill_tok_s", pp}, {"decode_tok_s", tg}};
+    if (measure_roofline) {
+      out["read_bandwidth_gb_s"] = roof.bandwidth / 1e9;
+      out["bandwidth_bound_tok_s"] = roof.bandwidth_bound;
+      out["compute_bound_tok_s"] = roof.compute_bound;
+      out["roofline_limit"] = roof.limit();
+      out["decode_of_bandwidth_bound"] = tg / roof.bandwidth_bound;
+      out["decode_of_compute_bound"] = tg / roof.compute_bound;
+      out["decode_of_roofline"] = tg / roof.bound();
+    }
     std::printf("%s\n", json_line(out).c_str());
   } else {
     std::printf("model: %s (%.1f MiB of weights), threads: %d, isa: %s, kv cache: %s, reps: %d\n",
@@ -289,6 +307,14 @@ int run(const BenchOptions& o) {
                 kv_dtype_name(*kv_dtype), o.reps);
     std::printf("prefill pp%lld: %10.1f tok/s\n", (long long)o.n_prompt, pp);
     std::printf("decode  tg%lld: %10.1f tok/s\n", (long long)o.n_gen, tg);
+    std::printf("decode per token: %.1f MiB read (%.1f weights + %.1f K/V at context %lld), %.2f Gop\n",
+                bytes_per_token / 1048576.0, cost.weight_bytes / 1048576.0, cost.kv_bytes / 1048576.0,
+                (long long)(o.n_prompt + o.n_gen / 2), cost.ops / 1e9);
+    if (measure_roofline)
+      std::printf("roofline: read bandwidth %.1f GB/s -> %.1f tok/s; matmul kernels in cache -> %.1f tok/s; "
+                  "decode at %.0f%% of the %s bound (%.0f%% of bandwidth, %.0f%% of compute)\n",
+                  roof.bandwidth / 1e9, roof.bandwidth_bound, roof.compute_bound, 100 * tg / roof.bound(),
+                  roof.limit(), 100 * tg / roof.bandwidth_bound, 100 * tg / roof.compute_bound);
   }
   return 0;
 }
@@ -314,6 +340,8 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "Time to first token with the first K prompt tokens cached, against cold")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->excludes(conc);
+  cmd->add_flag("--no-roofline", opts->no_roofline,
+                "Skip measuring read bandwidth and kernel rates (the decode roofline, a few seconds)");
   cmd->add_option("--attention", opts->attention, "Engine attention kernel: fused (default) or reference")
       ->check(CLI::IsMember({"fused", "reference"}));
   cmd->add_option("--anchor-trust-root", opts->anchor_trust_root, "With --anchor: the trust root (see `serve`)")

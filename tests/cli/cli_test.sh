@@ -51,6 +51,7 @@ synth_q="$shared/models/quant/synth-q-Q4_K_M.gguf"
 timeout 60 "$pagoda" run "$synth_q" -p "Hello" -n 8 --temp 0 --kv-cache-dtype q8_0 --format json >/dev/null 2>&1 && ok || bad "run q8_0 KV"
 bench=$(timeout 120 "$pagoda" bench "$synth_q" -p 16 -n 4 -r 1 --kv-cache-dtype bf16 --format json 2>/dev/null | tail -n 1)
 echo "$bench" | grep -q '"kv_cache_dtype":"bf16"' && ok || bad "bench --kv-cache-dtype: $bench"
+echo "$bench" | grep -qE '"decode_bytes_per_token":[0-9]+,"decode_ops_per_token":[0-9.e+]+,.*"read_bandwidth_gb_s":[0-9.e+]+,"bandwidth_bound_tok_s":[0-9.e+]+,"compute_bound_tok_s":[0-9.e+]+,"roofline_limit":"(bandwidth|compute)","decode_of_bandwidth_bound":[0-9.e+-]+,"decode_of_compute_bound":[0-9.e+-]+,"decode_of_roofline":[0-9.e+-]+' && ok || bad "bench roofline: $bench"
 bench=$(timeout 120 "$pagoda" bench "$synth_q" --concurrency 2 -p 16 -n 4 -r 1 --kv-cache-dtype q8_0 --format json 2>/dev/null | tail -n 1)
 echo "$bench" | grep -qE '"decode_tok_s":[0-9]' && ok || bad "bench --concurrency --kv-cache-dtype q8_0: $bench"
 
