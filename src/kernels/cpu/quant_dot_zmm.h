@@ -42,12 +42,29 @@ struct OffsetQ4_0 {
   using Block = BlockQ4_0;
   static constexpr int kSeedShift = 3;
   static __m256i levels(const Block& b) { return unpack_nibbles(b.qs); }
+  // Both blocks' nibbles at once: [low b0, high b0, low b1, high b1], 16 bytes each.
+  static __m512i levels_pair(const Block& b0, const Block& b1) {
+    const __m256i y = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.qs)),
+                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.qs)));
+    const __m512i z = _mm512_permutex2var_epi64(_mm512_castsi256_si512(y), _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
+                                                _mm512_castsi256_si512(_mm256_srli_epi16(y, 4)));
+    return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+  }
 };
 struct OffsetQ5_0 {
   using Block = BlockQ5_0;
   static constexpr int kSeedShift = 4;
   static __m256i levels(const Block& b) { return five_bit_levels(b.qs, b.qh); }
 };
+
+// A pair of blocks' levels: the Kind's own pair loader where it has one, else two halves.
+template <class Kind>
+__m512i levels_pair(const typename Kind::Block& b0, const typename Kind::Block& b1) {
+  if constexpr (requires { Kind::levels_pair(b0, b1); })
+    return Kind::levels_pair(b0, b1);
+  else
+    return join(Kind::levels(b0), Kind::levels(b1));
+}
 
 // The 32 bytes at p, then the 32 at q (two), or zeros (a lone last block).
 inline __m512i load_pair(const void* p, const void* q, bool two) {
@@ -69,7 +86,7 @@ void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stri
     __m512 dw[kRows];
     for (int r = 0; r < kRows; ++r) {
       const Block* blk = reinterpret_cast<const Block*>(w0 + r * w_stride) + b;
-      w[r] = two ? join(Kind::levels(blk[0]), Kind::levels(blk[1])) : _mm512_zextsi256_si512(Kind::levels(blk[0]));
+      w[r] = two ? levels_pair<Kind>(blk[0], blk[1]) : _mm512_zextsi256_si512(Kind::levels(blk[0]));
       dw[r] = join_scales(half(blk[0].d), two ? half(blk[1].d) : 0.0f);
     }
     for (int t = 0; t < kTokens; ++t) {
