@@ -12,6 +12,18 @@
 namespace pagoda {
 namespace {
 
+// 64-byte aligned storage (the prepared activation rows are read with aligned 512-bit loads).
+template <class T>
+struct AlignedAllocator {
+  using value_type = T;
+  AlignedAllocator() = default;
+  template <class U>
+  AlignedAllocator(const AlignedAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  bool operator==(const AlignedAllocator&) const { return true; }
+};
+
 // Rows are handed to threads in groups of this many: a multiple of every kernel's tile height (3, 4, 6, 8).
 constexpr int64_t kRowGroup = 24;
 
@@ -74,6 +86,18 @@ const uint8_t* quantize_tokens(const QuantKernels& k, ActivationFormat format, c
 // Rows of groups [g_begin, g_end) of w (kRowGroup rows each) for every token: one integer dot per (row, token).
 void integer_dot_groups(const WeightMatrix& w, const QuantKernels& k, const uint8_t* xq, size_t x_bytes,
                         int64_t num_tokens, float* y, int64_t g_begin, int64_t g_end) {
+  if (num_tokens < k.tile_tokens && k.dot_prepared) {
+    // Decode (fewer tokens than a tile): each token's activation side prepared once for all of this thread's rows.
+    thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> prepared;
+    const size_t bytes = k.prepared_bytes(w.cols);
+    prepared.resize(bytes);
+    const int64_t r_begin = g_begin * kRowGroup, r_end = std::min(g_end * kRowGroup, w.rows);
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      k.prepare(xq + t * x_bytes, w.cols, prepared.data());
+      for (int64_t r = r_begin; r < r_end; ++r) y[t * w.rows + r] = k.dot_prepared(w.row(r), prepared.data(), w.cols);
+    }
+    return;
+  }
   constexpr int64_t kTokenChunk = 64;  // a chunk's quantized activations stay in L2 while rows stream past
   // Dots over rows [r_begin, r_end) x tokens [t_begin, t_end), with the tile taking tile_rows rows x tile_tokens
   // tokens where a whole block of them fits and single dots elsewhere. Every value is bitwise its single dot.

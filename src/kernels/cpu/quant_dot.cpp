@@ -318,7 +318,7 @@ QuantKernels quant_kernels(GgmlType t, KernelIsa isa) {
   QuantKernels k;
   if (isa == KernelIsa::kAvx512 && cpu_features().avx512_vnni) k = quant_kernels_avx512(t);
   if (!k.dot && (isa == KernelIsa::kAvx512 || isa == KernelIsa::kAvx2)) k = quant_kernels_avx2(t);
-  if (!k.dot) k = QuantKernels{quant_dot_portable(t), nullptr, nullptr, 0, 0};
+  if (!k.dot) k = QuantKernels{quant_dot_portable(t), nullptr, nullptr, 0, 0, nullptr, nullptr, nullptr};
   if (!k.quantize) {
     switch (activation_format(t)) {
       case ActivationFormat::kQ8_0:

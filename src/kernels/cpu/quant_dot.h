@@ -43,6 +43,11 @@ struct QuantKernels {
   ActivationQuantFn quantize = nullptr;  // never nullptr from quant_kernels()
   QuantTileFn tile = nullptr;  // nullptr: dots only
   int tile_rows = 0, tile_tokens = 0;
+  // Decode: one activation row prepared once for many weight rows (prepared_bytes(K) bytes, 64-byte aligned), then
+  // dots against it; bitwise `dot`. nullptr where a build has none.
+  size_t (*prepared_bytes)(int64_t K) = nullptr;
+  void (*prepare)(const uint8_t* x_row, int64_t K, uint8_t* prepared) = nullptr;
+  QuantDotFn dot_prepared = nullptr;
 };
 // The SIMD builds; nullptr / no tile where a type has no SIMD code (its portable code then runs).
 QuantDotFn quant_dot_avx2(GgmlType weight);

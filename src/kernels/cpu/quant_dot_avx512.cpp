@@ -27,6 +27,9 @@ void use_zmm(QuantKernels& k) {
   k.dot = quant_zmm::dot32<Kind>;
   k.tile = quant_zmm::tile32<Kind, 4, 4>;  // 16 zmm accumulators of 32
   k.tile_rows = k.tile_tokens = 4;
+  k.prepared_bytes = quant_zmm::prepared_bytes;
+  k.prepare = quant_zmm::prepare<Kind>;
+  k.dot_prepared = quant_zmm::dot_prepared<Kind>;
 }
 
 }  // namespace

@@ -109,6 +109,43 @@ void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stri
     }
 }
 
+// Decode: the activation side of every block pair (levels, the Kind's seed, the scales) laid out once per token as
+// three zmm per pair, [pairs][3][64 bytes], so a dot against many weight rows only loads it.
+inline size_t prepared_bytes(int64_t K) { return static_cast<size_t>((K / kQK + 1) / 2) * 3 * 64; }
+
+template <class Kind>
+void prepare(const uint8_t* row, int64_t K, uint8_t* out) {
+  const int64_t nb = K / kQK;
+  const BlockQ8_0* xb = reinterpret_cast<const BlockQ8_0*>(row);
+  const uint8_t* lane_sums = row + nb * sizeof(BlockQ8_0);
+  __m512i* p = reinterpret_cast<__m512i*>(out);
+  for (int64_t b = 0; b < nb; b += 2, p += 3) {
+    const bool two = b + 1 < nb;
+    const __m512i sums = two ? _mm512_loadu_si512(lane_sums + b * 32) : _mm512_zextsi256_si512(load32(lane_sums + b * 32));
+    _mm512_store_si512(p, load_pair(xb[b].qs, two ? xb[b + 1].qs : nullptr, two));
+    _mm512_store_si512(p + 1, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, Kind::kSeedShift)));
+    _mm512_store_ps(reinterpret_cast<float*>(p + 2), join_scales(half(xb[b].d), two ? half(xb[b + 1].d) : 0.0f));
+  }
+}
+
+template <class Kind>
+float dot_prepared(const uint8_t* w0, const uint8_t* prepared, int64_t K) {
+  using Block = typename Kind::Block;
+  const int64_t nb = K / kQK;
+  const Block* blk = reinterpret_cast<const Block*>(w0);
+  const __m512i* p = reinterpret_cast<const __m512i*>(prepared);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; b += 2, p += 3) {
+    const bool two = b + 1 < nb;
+    const __m512i w = two ? levels_pair<Kind>(blk[b], blk[b + 1]) : _mm512_zextsi256_si512(Kind::levels(blk[b]));
+    const __m512 dw = join_scales(half(blk[b].d), two ? half(blk[b + 1].d) : 0.0f);
+    const __m512 dx = _mm512_load_ps(reinterpret_cast<const float*>(p + 2));
+    acc = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_load_si512(p + 1), w, _mm512_load_si512(p))),
+                                _mm512_mul_ps(dw, dx), acc, two ? 0xFFFF : 0x00FF);
+  }
+  return quant_simd::reduce_sets(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+}
+
 template <class Kind>
 float dot32(const uint8_t* w, const uint8_t* x, int64_t K) {
   float y;

@@ -160,6 +160,34 @@ TEST_P(QuantDot, TilesGiveThePortableBitsOfEveryPair) {
   }
 }
 
+// Decode's prepared activation rows (where a build has them) give the single dot's bits, for even and odd block counts.
+TEST_P(QuantDot, PreparedDotsGiveThePortableBits) {
+  const GgmlType t = GetParam();
+  int compared = 0;
+  for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+    if (!cpu_can_run(isa)) continue;
+    const QuantKernels k = quant_kernels(t, isa);
+    if (!k.dot_prepared) continue;
+    for (int64_t K : row_lengths(t)) {
+      const auto w = random_rows(t, 5, K, 80 + K);
+      const size_t w_stride = ggml_row_bytes(ggml_type_traits(t), K);
+      const auto x = random_floats(K, 81 + K);
+      std::vector<uint8_t> xq(activation_row_bytes(activation_format(t), K));
+      k.quantize(x.data(), K, xq.data());
+      std::vector<uint8_t> storage(k.prepared_bytes(K) + 64);
+      uint8_t* prepared = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+      k.prepare(xq.data(), K, prepared);
+      for (int r = 0; r < 5; ++r) {
+        const float want = quant_dot_portable(t)(w.data() + r * w_stride, xq.data(), K);
+        const float got = k.dot_prepared(w.data() + r * w_stride, prepared, K);
+        EXPECT_EQ(0, std::memcmp(&want, &got, 4)) << kernel_isa_name(isa) << " K " << K << " row " << r;
+        ++compared;
+      }
+    }
+  }
+  RecordProperty("prepared_dots_compared", compared);
+}
+
 TEST_P(QuantDot, MatmulIsBatchAndThreadInvariant) {
   const GgmlType t = GetParam();
   const int64_t K = row_lengths(t)[1], N = 50, T = 7;
