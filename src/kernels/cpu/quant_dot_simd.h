@@ -185,6 +185,39 @@ void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stri
                                        : reduce_sets(acc[0][r][t], acc[kSets - 1][r][t]);
 }
 
+// Decode: the activation side of every block (levels, the Kind's token term, the scale as 8 lanes) laid out once per
+// token, [blocks][3][32 bytes], so a dot against many weight rows only loads it.
+inline size_t prepared_bytes32(int64_t K) { return static_cast<size_t>(K / kQK) * 3 * 32; }
+
+template <class Kind>
+void prepare32(const uint8_t* row, int64_t K, uint8_t* out) {
+  const int64_t nb = K / kQK;
+  const BlockQ8_0* xb = reinterpret_cast<const BlockQ8_0*>(row);
+  const uint8_t* lane_sums = row + nb * sizeof(BlockQ8_0);
+  __m256i* p = reinterpret_cast<__m256i*>(out);
+  for (int64_t b = 0; b < nb; ++b, p += 3) {
+    _mm256_store_si256(p, load32(xb[b].qs));
+    _mm256_store_si256(p + 1, Kind::token(load32(lane_sums + b * 32)));
+    _mm256_store_ps(reinterpret_cast<float*>(p + 2), _mm256_set1_ps(half(xb[b].d)));
+  }
+}
+
+template <class Kind>
+float dot32_prepared(const uint8_t* w0, const uint8_t* prepared, int64_t K) {
+  using Block = typename Kind::Block;
+  const int64_t nb = K / kQK;
+  const Block* blk = reinterpret_cast<const Block*>(w0);
+  const __m256i* p = reinterpret_cast<const __m256i*>(prepared);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd blocks' sets
+  for (int64_t b = 0; b < nb; ++b, p += 3) {
+    const auto w = Kind::prep(blk[b]);
+    const __m256 scale = _mm256_mul_ps(_mm256_set1_ps(half(blk[b].d)), _mm256_load_ps(reinterpret_cast<const float*>(p + 2)));
+    acc[b % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w, _mm256_load_si256(p), _mm256_load_si256(p + 1))),
+                                 scale, acc[b % 2]);
+  }
+  return reduce_sets(acc[0], acc[1]);
+}
+
 template <class Kind>
 float dot32(const uint8_t* w, const uint8_t* x, int64_t K) {
   float y;
@@ -579,6 +612,19 @@ QuantKernels kernels_for(GgmlType t) {
     default: break;
   }
   if (t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K) k.tile_rows = kKRows;
+  auto prepared = [&k](auto kind) {
+    using Kind = decltype(kind);
+    k.prepared_bytes = prepared_bytes32;
+    k.prepare = prepare32<Kind>;
+    k.dot_prepared = dot32_prepared<Kind>;
+  };
+  switch (t) {
+    case GgmlType::Q8_0: prepared(KindQ8_0<Ops>{}); break;
+    case GgmlType::Q4_0: prepared(KindOffset<Ops, BlockQ4_0, 3>{}); break;
+    case GgmlType::Q5_0: prepared(KindOffset<Ops, BlockQ5_0, 4>{}); break;
+    case GgmlType::IQ4_NL: prepared(KindIQ4_NL<Ops>{}); break;
+    default: break;
+  }
   if (!k.tile) k.tile_rows = k.tile_tokens = 0;
   return k;
 }
