@@ -146,43 +146,49 @@ template <class Kind, int kRows, int kTokens>
 void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
             int64_t y_stride) {
   using Block = typename Kind::Block;
+  using Acc = __m256[kRows][kTokens];
   constexpr bool kTwoPasses = kRows * kTokens > 4;
-  constexpr int kSets = kTwoPasses ? 1 : 2;
-  __m256 acc[kSets][kRows][kTokens];
-  __m256 even[kTwoPasses ? kRows : 1][kTwoPasses ? kTokens : 1];
   const int64_t nb = K / kQK;
-  for (int pass = 0; pass < (kTwoPasses ? 2 : 1); ++pass) {
-    for (int s = 0; s < kSets; ++s)
-      for (int r = 0; r < kRows; ++r)
-        for (int t = 0; t < kTokens; ++t) acc[s][r][t] = _mm256_setzero_ps();
-    for (int64_t b = pass; b < nb; b += (kTwoPasses ? 2 : 1)) {
-      const int set = kTwoPasses ? 0 : static_cast<int>(b % 2);
-      typename Kind::W w[kRows];
-      __m256 dw[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        const Block& blk = reinterpret_cast<const Block*>(w0 + r * w_stride)[b];
-        w[r] = Kind::prep(blk);
-        dw[r] = _mm256_set1_ps(half(blk.d));
-      }
-      for (int t = 0; t < kTokens; ++t) {
-        const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride)[b];
-        // The row's lane sums follow its blocks (quant_dot.h).
-        const uint8_t* lane_sums = x0 + t * x_stride + nb * sizeof(BlockQ8_0) + b * 32;
-        const __m256i xq = load32(xb.qs), tk = Kind::token(load32(lane_sums));
-        const __m256 dx = _mm256_set1_ps(half(xb.d));
-        for (int r = 0; r < kRows; ++r)  // the scale d_w * d_x is one float product, as in the portable code
-          acc[set][r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w[r], xq, tk)),
-                                           _mm256_mul_ps(dw[r], dx), acc[set][r][t]);
-      }
+  // One block's update of one set of accumulators (the set is always a compile-time choice of array, so the
+  // accumulators stay in registers).
+  auto block = [&](int64_t b, Acc& acc) {
+    typename Kind::W w[kRows];
+    __m256 dw[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      const Block& blk = reinterpret_cast<const Block*>(w0 + r * w_stride)[b];
+      w[r] = Kind::prep(blk);
+      dw[r] = _mm256_set1_ps(half(blk.d));
     }
-    if (kTwoPasses && pass == 0)
-      for (int r = 0; r < kRows; ++r)
-        for (int t = 0; t < kTokens; ++t) even[kTwoPasses ? r : 0][kTwoPasses ? t : 0] = acc[0][r][t];
+    for (int t = 0; t < kTokens; ++t) {
+      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride)[b];
+      // The row's lane sums follow its blocks (quant_dot.h).
+      const uint8_t* lane_sums = x0 + t * x_stride + nb * sizeof(BlockQ8_0) + b * 32;
+      const __m256i xq = load32(xb.qs), tk = Kind::token(load32(lane_sums));
+      const __m256 dx = _mm256_set1_ps(half(xb.d));
+      for (int r = 0; r < kRows; ++r)  // the scale d_w * d_x is one float product, as in the portable code
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w[r], xq, tk)), _mm256_mul_ps(dw[r], dx),
+                                    acc[r][t]);
+    }
+  };
+  auto zero = [](Acc& acc) {
+    for (int r = 0; r < kRows; ++r)
+      for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
+  };
+  Acc even, odd;
+  zero(even);
+  zero(odd);
+  if constexpr (kTwoPasses) {
+    // 16 ymm registers hold one set of a large tile: the even blocks, then the odd ones.
+    for (int64_t b = 0; b < nb; b += 2) block(b, even);
+    for (int64_t b = 1; b < nb; b += 2) block(b, odd);
+  } else {
+    for (int64_t b = 0; b < nb; b += 2) {
+      block(b, even);
+      if (b + 1 < nb) block(b + 1, odd);
+    }
   }
   for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t)
-      y[t * y_stride + r] = kTwoPasses ? reduce_sets(even[kTwoPasses ? r : 0][kTwoPasses ? t : 0], acc[0][r][t])
-                                       : reduce_sets(acc[0][r][t], acc[kSets - 1][r][t]);
+    for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = reduce_sets(even[r][t], odd[r][t]);
 }
 
 // Decode: the activation side of every block (levels, the Kind's token term, the scale as 8 lanes) laid out once per
@@ -208,14 +214,19 @@ float dot32_prepared(const uint8_t* w0, const uint8_t* prepared, int64_t K) {
   const int64_t nb = K / kQK;
   const Block* blk = reinterpret_cast<const Block*>(w0);
   const __m256i* p = reinterpret_cast<const __m256i*>(prepared);
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd blocks' sets
-  for (int64_t b = 0; b < nb; ++b, p += 3) {
+  auto block = [&](int64_t b, __m256 acc) {
+    const __m256i* q = p + 3 * b;
     const auto w = Kind::prep(blk[b]);
-    const __m256 scale = _mm256_mul_ps(_mm256_set1_ps(half(blk[b].d)), _mm256_load_ps(reinterpret_cast<const float*>(p + 2)));
-    acc[b % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w, _mm256_load_si256(p), _mm256_load_si256(p + 1))),
-                                 scale, acc[b % 2]);
+    const __m256 scale = _mm256_mul_ps(_mm256_set1_ps(half(blk[b].d)), _mm256_load_ps(reinterpret_cast<const float*>(q + 2)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w, _mm256_load_si256(q), _mm256_load_si256(q + 1))), scale,
+                           acc);
+  };
+  __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();  // the even and odd blocks' sets
+  for (int64_t b = 0; b < nb; b += 2) {
+    even = block(b, even);
+    if (b + 1 < nb) odd = block(b + 1, odd);
   }
-  return reduce_sets(acc[0], acc[1]);
+  return reduce_sets(even, odd);
 }
 
 template <class Kind>
@@ -248,19 +259,22 @@ template <class Ops, class Block, bool kFiveBits>
 float dot_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K) {
   const auto* w = reinterpret_cast<const Block*>(wr);
   const auto* x = reinterpret_cast<const BlockQ8_1*>(xr);
-  __m256 lanes[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd blocks' sets
   float mins = 0.0f;
-  for (int64_t b = 0; b < K / kQK; ++b) {
+  auto block = [&](int64_t b, __m256 lanes) {
     __m256i q;
     if constexpr (kFiveBits)
       q = five_bit_levels(w[b].qs, w[b].qh);
     else
       q = unpack_nibbles(w[b].qs);
-    lanes[b % 2] = accumulate_lanes(lanes[b % 2], Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)),
-                                    half(w[b].d) * half(x[b].d));
     mins = mins + half(w[b].m) * half(x[b].s);
+    return accumulate_lanes(lanes, Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)), half(w[b].d) * half(x[b].d));
+  };
+  __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();  // the even and odd blocks' sets
+  for (int64_t b = 0; b < K / kQK; b += 2) {
+    even = block(b, even);
+    if (b + 1 < K / kQK) odd = block(b + 1, odd);
   }
-  return reduce_sets(lanes[0], lanes[1]) + mins;
+  return reduce_sets(even, odd) + mins;
 }
 
 template <class Ops>
