@@ -25,13 +25,15 @@
 namespace pagoda::attention_impl {
 
 constexpr int kMaxHeadVecs = 16;  // head_dim <= 256
+constexpr int kMaxGroup = 8;      // query heads per fused job (more share a KV head: several jobs)
 
 struct Job {
   int32_t seq;
   int32_t token;     // row in q / out
   int32_t n_keys;    // the query attends to logical keys [key_begin, n_keys)
-  int32_t head;
+  int32_t head;      // the (first) query head
   int32_t key_begin;
+  int32_t head_count = 1;  // fused kernel: heads head .. head + head_count - 1, all of one KV head
 };
 
 inline void collect_jobs(const PagedAttentionArgs& a, std::vector<Job>& jobs) {
@@ -95,20 +97,30 @@ inline typename Isa::V exp_approx(typename Isa::V x) {
 
 // kVecs > 0: head_dim == 16 * kVecs, known at compile time (full vectors, unrolled); 0: any head_dim.
 // kT: the stored K/V type.
+//
+// One job is `job.head_count` query heads of one token that share a KV head (grouped-query attention): each tile of
+// keys is located once and its K/V rows, read from memory for the first head, are in L1 for the others. Every head
+// runs exactly the operations it would run alone (its own running max, sum and accumulators, tile by tile), so
+// grouping never changes a bit; it only stops a GQA model from streaming the same K/V once per query head.
 template <class Isa, int kVecs, KvDtype kT>
 void run_job(const PagedAttentionArgs& a, const Job& job) {
   using V = typename Isa::V;
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
   const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
   const int32_t kvh = job.head / (a.n_heads / a.n_kv_heads);
-  const float* q = a.q + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * D;
-  V qv[kMaxHeadVecs], acc[kMaxHeadVecs];
-  for (int j = 0; j < nv; ++j) {
-    qv[j] = Isa::load(q + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j)));
-    acc[j] = Isa::zero();
+  const int G = job.head_count;
+  // Per head of the group: its query and accumulators (in memory between tiles, in registers within one).
+  V qv_all[kMaxGroup][kMaxHeadVecs], acc_all[kMaxGroup][kMaxHeadVecs];
+  float running_max[kMaxGroup], running_sum[kMaxGroup];
+  for (int g = 0; g < G; ++g) {
+    const float* q = a.q + (static_cast<int64_t>(job.token) * a.n_heads + job.head + g) * D;
+    for (int j = 0; j < nv; ++j) {
+      qv_all[g][j] = Isa::load(q + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j)));
+      acc_all[g][j] = Isa::zero();
+    }
+    running_max[g] = -INFINITY;
+    running_sum[g] = 0.0f;
   }
-  float running_max = -INFINITY;
-  float running_sum = 0.0f;
   alignas(64) float scores[kKeyTile];
   alignas(64) float weights[kKeyTile];
   static_assert(kKeyTile == 32, "the tile is two vectors of 16");
@@ -134,45 +146,72 @@ void run_job(const PagedAttentionArgs& a, const Job& job) {
         ++block_index;
       }
     }
-    // Scores of this tile of keys, read in place through the block table.
-    for (int32_t i = 0; i < n; ++i) {
-      const uint8_t* k = k_rows[i];
-      V d = Isa::zero();
-      for (int j = 0; j < nv; ++j)
-        d = Isa::fma(qv[j], load_kv<Isa, kT>(k, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
-      scores[i] = Isa::reduce_sum(d) * a.scale;
+    for (int g = 0; g < G; ++g) {
+      V qv[kMaxHeadVecs], acc[kMaxHeadVecs];
+      for (int j = 0; j < nv; ++j) qv[j] = qv_all[g][j], acc[j] = acc_all[g][j];
+      // Scores of this tile of keys, read in place through the block table.
+      for (int32_t i = 0; i < n; ++i) {
+        const uint8_t* k = k_rows[i];
+        V d = Isa::zero();
+        for (int j = 0; j < nv; ++j)
+          d = Isa::fma(qv[j], load_kv<Isa, kT>(k, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
+        scores[i] = Isa::reduce_sum(d) * a.scale;
+      }
+      for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
+      const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
+      const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
+      // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
+      const float new_max = std::max(running_max[g], tile_max);
+      float correction_lanes[16];
+      Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(running_max[g] - new_max)));
+      const float correction = running_max[g] == -INFINITY ? 0.0f : correction_lanes[0];
+      const V m = Isa::set1(new_max);
+      Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
+      Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
+      for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
+      const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
+      running_sum[g] = running_sum[g] * correction + tile_sum;
+      const V c = Isa::set1(correction);
+      for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
+      for (int32_t i = 0; i < n; ++i) {
+        const uint8_t* v = v_rows[i];
+        const V w = Isa::set1(weights[i]);
+        for (int j = 0; j < nv; ++j)
+          acc[j] = Isa::fma(w, load_kv<Isa, kT>(v, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
+      }
+      running_max[g] = new_max;
+      for (int j = 0; j < nv; ++j) acc_all[g][j] = acc[j];
     }
-    for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
-    const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
-    const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
-    // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
-    const float new_max = std::max(running_max, tile_max);
-    float correction_lanes[16];
-    Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(running_max - new_max)));
-    const float correction = running_max == -INFINITY ? 0.0f : correction_lanes[0];
-    const V m = Isa::set1(new_max);
-    Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
-    Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
-    for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
-    const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
-    running_sum = running_sum * correction + tile_sum;
-    const V c = Isa::set1(correction);
-    for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
-    for (int32_t i = 0; i < n; ++i) {
-      const uint8_t* v = v_rows[i];
-      const V w = Isa::set1(weights[i]);
-      for (int j = 0; j < nv; ++j)
-        acc[j] = Isa::fma(w, load_kv<Isa, kT>(v, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
-    }
-    running_max = new_max;
   }
-  float* out = a.out + (static_cast<int64_t>(job.token) * a.n_heads + job.head) * D;
-  const V inv = Isa::set1(1.0f / running_sum);
   alignas(64) float lanes[16];
-  for (int j = 0; j < nv; ++j) {
-    const int cnt = (kVecs > 0 ? 16 : std::min(16, D - 16 * j));
-    Isa::store(lanes, Isa::mul(acc[j], inv));
-    std::copy(lanes, lanes + cnt, out + 16 * j);
+  for (int g = 0; g < G; ++g) {
+    float* out = a.out + (static_cast<int64_t>(job.token) * a.n_heads + job.head + g) * D;
+    const V inv = Isa::set1(1.0f / running_sum[g]);
+    for (int j = 0; j < nv; ++j) {
+      const int cnt = (kVecs > 0 ? 16 : std::min(16, D - 16 * j));
+      Isa::store(lanes, Isa::mul(acc_all[g][j], inv));
+      std::copy(lanes, lanes + cnt, out + 16 * j);
+    }
+  }
+}
+
+// The fused kernel's jobs: a token's query heads that share a KV head together (at most kMaxGroup at a time), unless
+// that leaves fewer than two jobs per thread (a short decode batch), when every head is a job of its own.
+inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std::vector<Job>& jobs) {
+  const int32_t group = a.n_heads / a.n_kv_heads;
+  const int32_t chunk = std::min<int32_t>(group, kMaxGroup);
+  int64_t tokens = 0;
+  for (int32_t s = 0; s < a.num_seqs; ++s) tokens += a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s];
+  const bool grouped = chunk > 1 && tokens * a.n_heads / chunk >= 2 * num_threads;
+  const int32_t step = grouped ? chunk : 1;
+  jobs.clear();
+  for (int32_t s = 0; s < a.num_seqs; ++s) {
+    const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
+    const int32_t key_begin = a.kv_begin ? a.kv_begin[s] : 0;
+    for (int32_t i = 0; i < q_len; ++i)
+      for (int32_t h = 0; h < a.n_heads; h += step)
+        jobs.push_back({s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h, key_begin,
+                        std::min(step, group - h % group)});
   }
 }
 
@@ -191,7 +230,15 @@ void for_each_job(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
 
 template <class Isa, KvDtype kT>
 void paged_attention_typed(const PagedAttentionArgs& a, ThreadPool& pool) {
-  auto run_all = [&](auto job_fn) { for_each_job(a, pool, [&](const Job& job) { job_fn(a, job); }); };
+  auto run_all = [&](auto job_fn) {
+    thread_local std::vector<Job> jobs;
+    collect_group_jobs(a, pool.num_threads(), jobs);
+    const int nt = pool.num_threads();
+    const std::vector<Job>& all = jobs;
+    pool.run([&](int tid) {
+      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j]);
+    });
+  };
   switch (a.head_dim) {
     case 64: return run_all(run_job<Isa, 4, kT>);
     case 128: return run_all(run_job<Isa, 8, kT>);

@@ -161,3 +161,31 @@ TEST(PagedAttention, KvBeginChangesTheOutput) {
 
 }  // namespace
 }  // namespace pagoda
+
+namespace pagoda {
+namespace {
+
+// Grouped-query jobs (a token's query heads of one KV head run together, reading each key tile once) give each
+// head the bits it gets as a job of its own: a decode token alone on 4 threads (too few jobs to group) against the
+// same token inside a large batch (grouped), for groups of 2, 4, 8 and 16 (two jobs of 8), in every ISA build.
+TEST(PagedAttention, GroupedQueryJobsGiveEachHeadItsOwnBits) {
+  for (int32_t group : {2, 4, 8, 16}) {
+    const int32_t n_kv = 2, n_heads = n_kv * group, hd = 64;
+    const std::vector<SeqSpec> batch_specs = {{77, 1}, {40, 24}, {65, 9}};
+    const PagedBatch batch = make_batch(batch_specs, 16, n_heads, n_kv, hd, 900 + group);
+    // The first sequence alone: same logical K/V and query.
+    PagedBatch alone{16, n_heads, n_kv, hd, {batch.k_logical[0]}, {batch.v_logical[0]}, {}, {}, {}, {0}, {}, {}, 0, {}};
+    alone.q.assign(batch.q.begin(), batch.q.begin() + n_heads * hd);
+    pack_batch(alone, {batch_specs[0]}, 5);
+    ThreadPool four(4);
+    for (const char* isa : {"portable", "avx2", "avx512"}) {
+      std::vector<float> in_batch(batch.out_size()), by_itself(alone.out_size());
+      if (!paged_attention_isa(batch.args(in_batch.data()), four, isa)) continue;
+      ASSERT_TRUE(paged_attention_isa(alone.args(by_itself.data()), four, isa));
+      EXPECT_EQ(0, std::memcmp(in_batch.data(), by_itself.data(), by_itself.size() * 4)) << isa << " group " << group;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
