@@ -1,13 +1,22 @@
 #include "engine/sequence_runner.h"
 
+#include <algorithm>
+
 namespace pagoda {
 
 SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx, KvDtype kv_dtype)
     : model_(model), pool_(pool), kv_(model.hparams(), n_ctx > 0 ? n_ctx : model.hparams().n_ctx_train, kv_dtype) {}
 
 Result<std::span<const float>> SequenceRunner::eval(std::span<const int32_t> tokens, bool all_logits) {
-  Status st = llama_forward(model_, tokens, kv_, ws_, pool_, all_logits, logits_);
-  if (!st.ok()) return st.error();
+  // A long prompt runs in chunks, so the workspace (about 90 KB per token of a 1B model) stays bounded; the
+  // results are bitwise those of one call (every kernel is batch-invariant).
+  const size_t chunk = all_logits ? tokens.size() : kPrefillChunk;
+  for (size_t begin = 0; begin < tokens.size() || begin == 0; begin += chunk) {
+    const size_t n = std::min(chunk, tokens.size() - begin);
+    Status st = llama_forward(model_, tokens.subspan(begin, n), kv_, ws_, pool_, all_logits, logits_);
+    if (!st.ok()) return st.error();
+    if (n == 0) break;
+  }
   return std::span<const float>(logits_);
 }
 

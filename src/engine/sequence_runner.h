@@ -16,6 +16,7 @@ namespace pagoda {
 
 class SequenceRunner {
  public:
+  static constexpr size_t kPrefillChunk = 512;
   // n_ctx: KV capacity in tokens (0 = the model's training context); kv_dtype: the K/V element type. Check the
   // capacity's size first (ContiguousKvCache::check_size); a head size the type cannot store is an error of eval.
   SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx = 0, KvDtype kv_dtype = kDefaultKvDtype);
@@ -27,6 +28,7 @@ class SequenceRunner {
   const Model& model() const { return model_; }
 
   // Feeds tokens and returns the logits of the last one ([n_vocab]), or of all ([T, n_vocab]) if all_logits.
+  // Without all_logits, more than kPrefillChunk tokens run as several forward calls.
   Result<std::span<const float>> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
  private:
