@@ -230,6 +230,49 @@ INSTANTIATE_TEST_SUITE_P(
       return n + "_" + kv_dtype_name(std::get<1>(info.param)) + "_bs" + std::to_string(std::get<2>(info.param));
     });
 
+// Requests sharing a 100-token prompt prefix hold the same physical blocks once the prefix cache has them, so their
+// decode steps run as cascades (the shared key tiles read once for all of them): still the single-sequence bits,
+// tokens and logits, at block sizes 1, 16 and 32.
+TEST_F(EngineGate, SharedPrefixDecodeCascadesMatchSingleSequence) {
+  for (int32_t bs : {1, 16, 32}) {
+    Rng rng(40 + bs);
+    std::vector<int32_t> prefix = {1};
+    for (int i = 0; i < 100; ++i) prefix.push_back(static_cast<int32_t>(3 + rng.next_u64() % 509));
+    std::vector<GenerationRequest> reqs;
+    for (int i = 0; i < 8; ++i) {
+      GenerationRequest r;
+      r.id = std::to_string(i);
+      r.prompt = prefix;
+      for (int t = 0; t < 1 + i % 5; ++t) r.prompt.push_back(static_cast<int32_t>(3 + rng.next_u64() % 509));
+      r.max_tokens = 20 + i;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0.0f;
+      r.return_logits = true;
+      reqs.push_back(std::move(r));
+    }
+    auto engine = Engine::create(*model_, gate_config(bs, 8192 / bs));
+    ASSERT_TRUE(engine.ok());
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    streams.push_back((*engine)->submit(reqs[0]));
+    for (int i = 0; i < 3; ++i) (*engine)->step();  // the first request's prompt blocks enter the prefix cache
+    for (size_t i = 1; i < reqs.size(); ++i) streams.push_back((*engine)->submit(reqs[i]));
+    (*engine)->run_until_idle();
+    EXPECT_GT((*engine)->stats().blocks.prefix_hit_tokens, 0) << "block size " << bs;
+    const size_t n_vocab = model_->hparams().n_vocab;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      Collected c;
+      drain(*streams[i], c);
+      const Reference ref = greedy_single_sequence(*model_, reqs[i].prompt, reqs[i].max_tokens, 512, kv_dtype_);
+      ASSERT_EQ(c.ids.size(), static_cast<size_t>(reqs[i].max_tokens)) << "request " << i;
+      for (size_t s = 0; s < c.ids.size() && s < ref.ids.size(); ++s) {
+        ASSERT_EQ(c.ids[s], ref.ids[s]) << "block size " << bs << " request " << i << " step " << s;
+        ASSERT_EQ(0, std::memcmp(c.logits[s].data(), ref.logits[s].data(), n_vocab * sizeof(float)))
+            << "block size " << bs << " request " << i << " step " << s;
+      }
+    }
+  }
+}
+
 TEST_F(EngineGate, SmallPoolPreemptsRepeatedlyAndStillMatches) {
   for (int32_t bs : {1, 16}) {
     const auto reqs = make_requests(7 + bs);

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/paged_attention.h"
@@ -34,6 +35,8 @@ struct Job {
   int32_t head;      // the (first) query head
   int32_t key_begin;
   int32_t head_count = 1;  // fused kernel: heads head .. head + head_count - 1, all of one KV head
+  int32_t cascade_begin = 0, cascade_count = 0;  // fused kernel: a cascade's members (see run_job)
+  int32_t shared_end = 0;                        // keys [0, shared_end) shared by the cascade's members
 };
 
 inline void collect_jobs(const PagedAttentionArgs& a, std::vector<Job>& jobs) {
@@ -95,117 +98,247 @@ inline typename Isa::V exp_approx(typename Isa::V x) {
   return Isa::mul(y, Isa::pow2i(n));
 }
 
-// kVecs > 0: head_dim == 16 * kVecs, known at compile time (full vectors, unrolled); 0: any head_dim.
-// kT: the stored K/V type.
-//
-// One job is `job.head_count` query heads of one token that share a KV head (grouped-query attention): each tile of
-// keys is located once and its K/V rows, read from memory for the first head, are in L1 for the others. Every head
-// runs exactly the operations it would run alone (its own running max, sum and accumulators, tile by tile), so
-// grouping never changes a bit; it only stops a GQA model from streaming the same K/V once per query head.
-template <class Isa, int kVecs, KvDtype kT>
-void run_job(const PagedAttentionArgs& a, const Job& job) {
-  using V = typename Isa::V;
-  const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
-  const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
-  const int32_t kvh = job.head / (a.n_heads / a.n_kv_heads);
-  const int G = job.head_count;
-  // Per head of the group: its query and accumulators (in memory between tiles, in registers within one).
-  V qv_all[kMaxGroup][kMaxHeadVecs], acc_all[kMaxGroup][kMaxHeadVecs];
-  float running_max[kMaxGroup], running_sum[kMaxGroup];
-  for (int g = 0; g < G; ++g) {
-    const float* q = a.q + (static_cast<int64_t>(job.token) * a.n_heads + job.head + g) * D;
-    for (int j = 0; j < nv; ++j) {
-      qv_all[g][j] = Isa::load(q + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j)));
-      acc_all[g][j] = Isa::zero();
-    }
-    running_max[g] = -INFINITY;
-    running_sum[g] = 0.0f;
-  }
-  alignas(64) float scores[kKeyTile];
-  alignas(64) float weights[kKeyTile];
-  static_assert(kKeyTile == 32, "the tile is two vectors of 16");
-  const uint8_t* k_rows[kKeyTile];
-  const uint8_t* v_rows[kKeyTile];
-  const int32_t* table = a.block_table + static_cast<int64_t>(job.seq) * a.max_blocks;
-  const int64_t hb = kv_bytes(kT, D);
-  const int64_t row_stride = a.n_kv_heads * hb;  // bytes from one slot to the next
-  const int64_t head_offset = kvh * hb;
+// One query head's running state: its query, accumulators, running max and sum (online softmax).
+template <class Isa>
+struct HeadState {
+  typename Isa::V q[kMaxHeadVecs], acc[kMaxHeadVecs];
+  float running_max, running_sum;
+  int32_t token, head;
+};
+
+// The K/V row addresses of `n` consecutive logical keys of one sequence, walking its block table from
+// (block_index, offset), which it advances.
+struct TileRows {
+  const uint8_t* k[kKeyTile];
+  const uint8_t* v[kKeyTile];
+  int32_t n;
+};
+
+inline void locate_tile(const PagedAttentionArgs& a, const int32_t* table, int64_t row_stride, int64_t head_offset,
+                        int32_t n, int32_t& block_index, int32_t& offset, TileRows& rows) {
   const uint8_t* k_cache = static_cast<const uint8_t*>(a.k_cache);
   const uint8_t* v_cache = static_cast<const uint8_t*>(a.v_cache);
-  // Logical position t0 + i = block_index * block_size + offset; tiles count from the first key attended to.
-  int32_t block_index = job.key_begin / a.block_size, offset = job.key_begin % a.block_size;
-  for (int32_t t0 = job.key_begin; t0 < job.n_keys; t0 += kKeyTile) {
-    const int32_t n = std::min(kKeyTile, job.n_keys - t0);
-    // Row addresses of this tile, walking the block table (no division per key).
-    for (int32_t i = 0; i < n; ++i) {
-      const int64_t slot = static_cast<int64_t>(table[block_index]) * a.block_size + offset;
-      k_rows[i] = k_cache + slot * row_stride + head_offset;
-      v_rows[i] = v_cache + slot * row_stride + head_offset;
-      if (++offset == a.block_size) {
-        offset = 0;
-        ++block_index;
-      }
-    }
-    for (int g = 0; g < G; ++g) {
-      V qv[kMaxHeadVecs], acc[kMaxHeadVecs];
-      for (int j = 0; j < nv; ++j) qv[j] = qv_all[g][j], acc[j] = acc_all[g][j];
-      // Scores of this tile of keys, read in place through the block table.
-      for (int32_t i = 0; i < n; ++i) {
-        const uint8_t* k = k_rows[i];
-        V d = Isa::zero();
-        for (int j = 0; j < nv; ++j)
-          d = Isa::fma(qv[j], load_kv<Isa, kT>(k, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
-        scores[i] = Isa::reduce_sum(d) * a.scale;
-      }
-      for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
-      const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
-      const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
-      // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
-      const float new_max = std::max(running_max[g], tile_max);
-      float correction_lanes[16];
-      Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(running_max[g] - new_max)));
-      const float correction = running_max[g] == -INFINITY ? 0.0f : correction_lanes[0];
-      const V m = Isa::set1(new_max);
-      Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
-      Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
-      for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
-      const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
-      running_sum[g] = running_sum[g] * correction + tile_sum;
-      const V c = Isa::set1(correction);
-      for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
-      for (int32_t i = 0; i < n; ++i) {
-        const uint8_t* v = v_rows[i];
-        const V w = Isa::set1(weights[i]);
-        for (int j = 0; j < nv; ++j)
-          acc[j] = Isa::fma(w, load_kv<Isa, kT>(v, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
-      }
-      running_max[g] = new_max;
-      for (int j = 0; j < nv; ++j) acc_all[g][j] = acc[j];
-    }
-  }
-  alignas(64) float lanes[16];
-  for (int g = 0; g < G; ++g) {
-    float* out = a.out + (static_cast<int64_t>(job.token) * a.n_heads + job.head + g) * D;
-    const V inv = Isa::set1(1.0f / running_sum[g]);
-    for (int j = 0; j < nv; ++j) {
-      const int cnt = (kVecs > 0 ? 16 : std::min(16, D - 16 * j));
-      Isa::store(lanes, Isa::mul(acc_all[g][j], inv));
-      std::copy(lanes, lanes + cnt, out + 16 * j);
+  rows.n = n;
+  for (int32_t i = 0; i < n; ++i) {
+    const int64_t slot = static_cast<int64_t>(table[block_index]) * a.block_size + offset;
+    rows.k[i] = k_cache + slot * row_stride + head_offset;
+    rows.v[i] = v_cache + slot * row_stride + head_offset;
+    if (++offset == a.block_size) {
+      offset = 0;
+      ++block_index;
     }
   }
 }
 
+template <class Isa, int kVecs>
+void init_state(const PagedAttentionArgs& a, int32_t token, int32_t head, HeadState<Isa>& st) {
+  const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
+  const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
+  const float* q = a.q + (static_cast<int64_t>(token) * a.n_heads + head) * D;
+  for (int j = 0; j < nv; ++j) {
+    st.q[j] = Isa::load(q + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j)));
+    st.acc[j] = Isa::zero();
+  }
+  st.running_max = -INFINITY;
+  st.running_sum = 0.0f;
+  st.token = token;
+  st.head = head;
+}
+
+// One tile of keys for one head: scores, the online-softmax rescale, the weighted values. This sequence of
+// operations, tile after tile in logical order from the first key attended to, is the kernel's definition: however
+// jobs group heads or sequences, each head runs exactly it.
+template <class Isa, int kVecs, KvDtype kT>
+void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>& st) {
+  using V = typename Isa::V;
+  const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
+  const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
+  static_assert(kKeyTile == 32, "the tile is two vectors of 16");
+  alignas(64) float scores[kKeyTile];
+  alignas(64) float weights[kKeyTile];
+  const int32_t n = rows.n;
+  V qv[kMaxHeadVecs], acc[kMaxHeadVecs];
+  for (int j = 0; j < nv; ++j) qv[j] = st.q[j], acc[j] = st.acc[j];
+  // Scores of this tile of keys, read in place through the block table.
+  for (int32_t i = 0; i < n; ++i) {
+    const uint8_t* k = rows.k[i];
+    V d = Isa::zero();
+    for (int j = 0; j < nv; ++j)
+      d = Isa::fma(qv[j], load_kv<Isa, kT>(k, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
+    scores[i] = Isa::reduce_sum(d) * a.scale;
+  }
+  for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
+  const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
+  const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
+  // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
+  const float new_max = std::max(st.running_max, tile_max);
+  float correction_lanes[16];
+  Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(st.running_max - new_max)));
+  const float correction = st.running_max == -INFINITY ? 0.0f : correction_lanes[0];
+  const V m = Isa::set1(new_max);
+  Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
+  Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
+  for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
+  const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
+  st.running_sum = st.running_sum * correction + tile_sum;
+  const V c = Isa::set1(correction);
+  for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
+  for (int32_t i = 0; i < n; ++i) {
+    const uint8_t* v = rows.v[i];
+    const V w = Isa::set1(weights[i]);
+    for (int j = 0; j < nv; ++j)
+      acc[j] = Isa::fma(w, load_kv<Isa, kT>(v, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
+  }
+  st.running_max = new_max;
+  for (int j = 0; j < nv; ++j) st.acc[j] = acc[j];
+}
+
+template <class Isa, int kVecs>
+void finish_state(const PagedAttentionArgs& a, const HeadState<Isa>& st) {
+  const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
+  const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
+  float* out = a.out + (static_cast<int64_t>(st.token) * a.n_heads + st.head) * D;
+  const typename Isa::V inv = Isa::set1(1.0f / st.running_sum);
+  alignas(64) float lanes[16];
+  for (int j = 0; j < nv; ++j) {
+    const int cnt = (kVecs > 0 ? 16 : std::min(16, D - 16 * j));
+    Isa::store(lanes, Isa::mul(st.acc[j], inv));
+    std::copy(lanes, lanes + cnt, out + 16 * j);
+  }
+}
+
+// The tiles of keys [from, job.n_keys) of one sequence for the heads in `states` (all of one KV head).
+template <class Isa, int kVecs, KvDtype kT>
+void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t from, int32_t n_keys,
+               HeadState<Isa>* states, int count) {
+  const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
+  const int64_t hb = kv_bytes(kT, D);
+  const int32_t* table = a.block_table + static_cast<int64_t>(seq) * a.max_blocks;
+  int32_t block_index = from / a.block_size, offset = from % a.block_size;
+  TileRows rows;
+  for (int32_t t0 = from; t0 < n_keys; t0 += kKeyTile) {
+    locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0), block_index, offset, rows);
+    for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, rows, states[g]);
+  }
+}
+
+// kVecs > 0: head_dim == 16 * kVecs, known at compile time (full vectors, unrolled); 0: any head_dim.
+// kT: the stored K/V type.
+//
+// One job is `job.head_count` query heads of one token that share a KV head (grouped-query attention): each tile of
+// keys is located once and its K/V rows, read from memory for the first head, are in L1 for the others. With
+// job.cascade_count > 0 it is also several decode sequences whose first job.shared_end keys are the same physical
+// blocks (a shared prefix): those tiles are read once for every sequence's heads, then each sequence finishes its
+// own keys. Every head runs exactly tile_step's operations in the same order as alone, so neither grouping changes a
+// bit; they only stop the same K/V from being streamed once per query head and once per sequence.
+template <class Isa, int kVecs, KvDtype kT>
+void run_job(const PagedAttentionArgs& a, const Job& job, const std::vector<Job>& members) {
+  const int32_t kvh = job.head / (a.n_heads / a.n_kv_heads);
+  const int G = job.head_count;
+  if (job.cascade_count == 0) {
+    HeadState<Isa> states[kMaxGroup];
+    for (int g = 0; g < G; ++g) init_state<Isa, kVecs>(a, job.token, job.head + g, states[g]);
+    run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, job.n_keys, states, G);
+    for (int g = 0; g < G; ++g) finish_state<Isa, kVecs>(a, states[g]);
+    return;
+  }
+  // Cascade: states [member][head of the group].
+  thread_local std::vector<HeadState<Isa>> states;
+  states.resize(static_cast<size_t>(job.cascade_count) * G);
+  for (int m = 0; m < job.cascade_count; ++m)
+    for (int g = 0; g < G; ++g)
+      init_state<Isa, kVecs>(a, members[job.cascade_begin + m].token, job.head + g, states[m * G + g]);
+  // The shared tiles, located through the first member's table (the others hold the same blocks there).
+  run_tiles<Isa, kVecs, kT>(a, members[job.cascade_begin].seq, kvh, 0, job.shared_end, states.data(),
+                            job.cascade_count * G);
+  for (int m = 0; m < job.cascade_count; ++m) {
+    const Job& mj = members[job.cascade_begin + m];
+    run_tiles<Isa, kVecs, kT>(a, mj.seq, kvh, job.shared_end, mj.n_keys, &states[m * G], G);
+    for (int g = 0; g < G; ++g) finish_state<Isa, kVecs>(a, states[m * G + g]);
+  }
+}
+
+// Decode sequences (one query token, keys from 0) that share their first blocks (the same physical block ids, as
+// prefix-cache hits, forks and anchors do) form cascades: their shared whole key tiles are read once per step. Each
+// cascade lists its members in `members` ({seq, token, n_keys}); returns [first member, count, shared keys] per
+// cascade. Only prefixes of at least two whole tiles are worth it.
+struct Cascade {
+  int32_t first, count, shared_end;
+};
+inline void find_cascades(const PagedAttentionArgs& a, std::vector<Job>& members, std::vector<Cascade>& cascades,
+                          std::vector<uint8_t>& in_cascade) {
+  members.clear();
+  cascades.clear();
+  in_cascade.assign(a.num_seqs, 0);
+  thread_local std::vector<int32_t> decode;
+  decode.clear();
+  for (int32_t s = 0; s < a.num_seqs; ++s)
+    if (a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s] == 1 && (!a.kv_begin || a.kv_begin[s] == 0) &&
+        a.seq_lens_kv[s] >= 2 * kKeyTile)
+      decode.push_back(s);
+  const int32_t* bt = a.block_table;
+  // Candidates share the blocks holding keys 0 and 2 * kKeyTile - 1 (the least a cascade is worth).
+  const int32_t second = (2 * kKeyTile - 1) / a.block_size;
+  auto key = [&](int32_t s) {
+    const int64_t r = static_cast<int64_t>(s) * a.max_blocks;
+    return std::make_pair(bt[r], bt[r + second]);
+  };
+  std::sort(decode.begin(), decode.end(), [&](int32_t x, int32_t y) { return std::make_pair(key(x), x) < std::make_pair(key(y), y); });
+  for (size_t i = 0; i < decode.size();) {
+    size_t j = i + 1;
+    const int32_t s0 = decode[i];
+    while (j < decode.size() && key(decode[j]) == key(s0)) ++j;
+    if (j - i >= 2) {
+      // Keys shared by every member: whole blocks with equal ids, at most each member's keys before its query.
+      int32_t shared = a.seq_lens_kv[s0] - 1;
+      for (size_t m = i + 1; m < j; ++m) {
+        const int32_t s = decode[m];
+        int32_t blocks = 0;
+        const int32_t limit = std::min(a.seq_lens_kv[s], a.seq_lens_kv[s0]) / a.block_size;
+        while (blocks < limit && bt[static_cast<int64_t>(s) * a.max_blocks + blocks] == bt[static_cast<int64_t>(s0) * a.max_blocks + blocks]) ++blocks;
+        shared = std::min({shared, blocks * a.block_size, a.seq_lens_kv[s] - 1});
+      }
+      shared = shared / kKeyTile * kKeyTile;
+      if (shared >= 2 * kKeyTile) {
+        Cascade c{static_cast<int32_t>(members.size()), static_cast<int32_t>(j - i), shared};
+        for (size_t m = i; m < j; ++m) {
+          const int32_t s = decode[m];
+          members.push_back({s, a.cu_seqlens_q[s], a.seq_lens_kv[s], 0, 0});
+          in_cascade[s] = 1;
+        }
+        cascades.push_back(c);
+      }
+    }
+    i = j;
+  }
+}
+
 // The fused kernel's jobs: a token's query heads that share a KV head together (at most kMaxGroup at a time), unless
-// that leaves fewer than two jobs per thread (a short decode batch), when every head is a job of its own.
-inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std::vector<Job>& jobs) {
+// that leaves fewer than two jobs per thread (a short decode batch), when every head is a job of its own; decode
+// sequences sharing a prefix form one job per cascade and head group.
+inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std::vector<Job>& jobs,
+                               std::vector<Job>& members) {
   const int32_t group = a.n_heads / a.n_kv_heads;
   const int32_t chunk = std::min<int32_t>(group, kMaxGroup);
   int64_t tokens = 0;
   for (int32_t s = 0; s < a.num_seqs; ++s) tokens += a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s];
   const bool grouped = chunk > 1 && tokens * a.n_heads / chunk >= 2 * num_threads;
   const int32_t step = grouped ? chunk : 1;
+  thread_local std::vector<Cascade> cascades;
+  thread_local std::vector<uint8_t> in_cascade;
+  find_cascades(a, members, cascades, in_cascade);
   jobs.clear();
+  for (const Cascade& c : cascades)
+    for (int32_t h = 0; h < a.n_heads; h += chunk) {
+      Job j{members[c.first].seq, members[c.first].token, members[c.first].n_keys, h, 0,
+            std::min(chunk, group - h % group)};
+      j.cascade_begin = c.first;
+      j.cascade_count = c.count;
+      j.shared_end = c.shared_end;
+      jobs.push_back(j);
+    }
   for (int32_t s = 0; s < a.num_seqs; ++s) {
+    if (in_cascade[s]) continue;
     const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
     const int32_t key_begin = a.kv_begin ? a.kv_begin[s] : 0;
     for (int32_t i = 0; i < q_len; ++i)
@@ -231,12 +364,13 @@ void for_each_job(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
 template <class Isa, KvDtype kT>
 void paged_attention_typed(const PagedAttentionArgs& a, ThreadPool& pool) {
   auto run_all = [&](auto job_fn) {
-    thread_local std::vector<Job> jobs;
-    collect_group_jobs(a, pool.num_threads(), jobs);
+    thread_local std::vector<Job> jobs, members;
+    collect_group_jobs(a, pool.num_threads(), jobs, members);
     const int nt = pool.num_threads();
     const std::vector<Job>& all = jobs;
+    const std::vector<Job>& cascade_members = members;
     pool.run([&](int tid) {
-      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j]);
+      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j], cascade_members);
     });
   };
   switch (a.head_dim) {

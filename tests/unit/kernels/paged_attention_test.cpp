@@ -189,3 +189,46 @@ TEST(PagedAttention, GroupedQueryJobsGiveEachHeadItsOwnBits) {
 
 }  // namespace
 }  // namespace pagoda
+
+namespace pagoda {
+namespace {
+
+// Cascade decode: decode sequences whose first blocks are the same physical blocks (prefix-cache hits, forks) read
+// those key tiles once for all of them, and each still gets the bits it gets alone. Three sequences share 4 blocks
+// of 16 (64 keys: two whole tiles), a fourth shares only 1 block (too short to join), a fifth is unrelated, and a
+// prefill chunk rides along; GQA groups of 1 and 4.
+TEST(PagedAttention, CascadeOverSharedPrefixBlocksGivesEachSequenceItsOwnBits) {
+  for (int32_t group : {1, 4}) {
+    const int32_t n_kv = 2, n_heads = n_kv * group, hd = 64, bs = 16;
+    const std::vector<SeqSpec> specs = {{100, 1}, {70, 1}, {129, 1}, {90, 1}, {50, 1}, {40, 7}};
+    PagedBatch b = make_batch(specs, bs, n_heads, n_kv, hd, 77 + group);
+    const int32_t row = n_kv * hd;
+    // Sequences 1, 2 share sequence 0's first 64 keys; sequence 3 its first 16.
+    for (int s : {1, 2, 3}) {
+      const int32_t keys = s == 3 ? 16 : 64;
+      std::copy(b.k_logical[0].begin(), b.k_logical[0].begin() + keys * row, b.k_logical[s].begin());
+      std::copy(b.v_logical[0].begin(), b.v_logical[0].begin() + keys * row, b.v_logical[s].begin());
+    }
+    pack_batch(b, specs, 9);
+    for (int s : {1, 2, 3})
+      for (int blk = 0; blk < (s == 3 ? 1 : 4); ++blk) b.block_table[s * b.max_blocks + blk] = b.block_table[blk];
+    ThreadPool pool(2);
+    for (const char* isa : {"portable", "avx2", "avx512"}) {
+      std::vector<float> out(b.out_size());
+      if (!paged_attention_isa(b.args(out.data()), pool, isa)) continue;
+      for (size_t s = 0; s < specs.size(); ++s) {
+        PagedBatch one{bs, n_heads, n_kv, hd, {b.k_logical[s]}, {b.v_logical[s]}, {}, {}, {}, {0}, {}, {}, 0, {}};
+        const int32_t q0 = b.cu_seqlens_q[s], q1 = b.cu_seqlens_q[s + 1];
+        one.q.assign(b.q.begin() + q0 * n_heads * hd, b.q.begin() + q1 * n_heads * hd);
+        pack_batch(one, {specs[s]}, 3);
+        std::vector<float> alone(one.out_size());
+        ASSERT_TRUE(paged_attention_isa(one.args(alone.data()), pool, isa));
+        EXPECT_EQ(0, std::memcmp(alone.data(), out.data() + q0 * n_heads * hd, alone.size() * 4))
+            << isa << " group " << group << " sequence " << s;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
