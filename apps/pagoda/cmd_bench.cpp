@@ -40,6 +40,7 @@ struct BenchOptions {
   std::string isa = "auto";
   int32_t concurrency = 0;
   int64_t cached_prefix = 0;
+  int64_t shared_prefix = 0;  // with --concurrency: every prompt starts with the same this many tokens
   std::string attention = "fused";
   bool no_roofline = false;
   EngineFlags engine;
@@ -112,10 +113,14 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
   Rng rng(1234);
   for (int rep = 0; rep <= o.reps; ++rep) {
     std::vector<std::shared_ptr<RequestStream>> streams;
+    // A prefix shared by this round's prompts (new each round, so a round never hits the last one's cache).
+    const std::vector<int32_t> shared = random_prompt(rng, o.shared_prefix, m.hparams().n_vocab);
     const auto t0 = BenchClock::now();
     for (int32_t c = 0; c < o.concurrency; ++c) {
       GenerationRequest r;
-      r.prompt = random_prompt(rng, o.n_prompt, m.hparams().n_vocab);  // distinct: no prefix-cache hits
+      r.prompt = shared;
+      const auto own = random_prompt(rng, o.n_prompt, m.hparams().n_vocab);  // distinct after the shared prefix
+      r.prompt.insert(r.prompt.end(), own.begin(), own.end());
       r.anchor = anchor_digest;  // the anchor's tokens come first, from its pinned blocks
       r.max_tokens = std::max<int64_t>(o.n_gen, 1);
       r.sampling.temperature = 0.0f;
@@ -150,6 +155,7 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
         {"isa", matmul_isa_name()},      {"attention", o.attention},     {"block_size", st.block_size},
         {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg}};
     if (!anchor_digest.empty()) out["anchor_tokens"] = anchor_tokens;  // only with --anchor: the format is unchanged
+    if (o.shared_prefix > 0) out["shared_prefix_tokens"] = o.shared_prefix;  // only with --anchor: the format is unchanged
     std::printf("%s\n", json_line(out).c_str());
   } else {
     std::printf("model: %s, concurrency %d, threads: %d, isa: %s, attention: %s, reps: %d\n", o.model_path.c_str(),
@@ -336,6 +342,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   auto* conc = cmd->add_option("--concurrency", opts->concurrency,
                                "Run C sequences together through the engine (aggregate tok/s)")
                    ->check(CLI::Range(1, 4096));
+  cmd->add_option("--shared-prefix", opts->shared_prefix,
+                  "With --concurrency: every prompt starts with the same N tokens, then -p tokens of its own "
+                  "(prefill rate counts the -p tokens)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->needs(conc);
   cmd->add_option("--cached-prefix", opts->cached_prefix,
                   "Time to first token with the first K prompt tokens cached, against cold")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))

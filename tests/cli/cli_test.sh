@@ -132,6 +132,9 @@ expect_error "batch max-model-len" "training context" -- batch "$model" --input 
 # --- bench through the engine
 out=$(timeout 120 "$pagoda" bench "$model" --concurrency 4 -p 16 -n 8 -r 1 --format json 2>/dev/null)
 echo "$out" | grep -qE '^\{"model":.*"concurrency":4,.*"prefill_tok_s":[0-9.e+]+,"decode_tok_s":[0-9.e+]+\}$' && ok || bad "bench --concurrency: $out"
+out=$(timeout 120 "$pagoda" bench "$model" --concurrency 4 --shared-prefix 70 -p 8 -n 8 -r 1 --format json 2>/dev/null)
+echo "$out" | grep -qE '"decode_tok_s":[0-9.e+]+,"shared_prefix_tokens":70\}$' && ok || bad "bench --shared-prefix: $out"
+expect_error "shared prefix without concurrency" "concurrency" -- bench "$model" --shared-prefix 10
 out=$(timeout 120 "$pagoda" bench "$model" --cached-prefix 32 -p 48 -r 1 --format json 2>/dev/null)
 echo "$out" | grep -qE '"ttft_cold_ms":[0-9.e+-]+,"ttft_cached_ms":[0-9.e+-]+' && ok || bad "bench --cached-prefix: $out"
 echo "$out" | grep -qE '"prefix_hit_tokens":[1-9]' && ok || bad "bench --cached-prefix had no prefix hits: $out"
