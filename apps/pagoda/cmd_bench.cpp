@@ -153,6 +153,7 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
         {"model", o.model_path},         {"concurrency", o.concurrency}, {"prompt_tokens", o.n_prompt},
         {"gen_tokens", o.n_gen},         {"threads", o.threads},         {"reps", o.reps},
         {"isa", matmul_isa_name()},      {"attention", o.attention},     {"block_size", st.block_size},
+        {"kv_cache_dtype", kv_dtype_name(e.pool_shape().dtype)},
         {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg}};
     if (!anchor_digest.empty()) out["anchor_tokens"] = anchor_tokens;  // only with --anchor: the format is unchanged
     if (o.shared_prefix > 0) out["shared_prefix_tokens"] = o.shared_prefix;  // only with --anchor: the format is unchanged
