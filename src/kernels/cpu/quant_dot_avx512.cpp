@@ -44,6 +44,11 @@ QuantKernels quant_kernels_avx512(GgmlType weight) {
     case GgmlType::Q4_0: use_zmm<quant_zmm::OffsetQ4_0>(k); break;
     case GgmlType::Q5_0: use_zmm<quant_zmm::OffsetQ5_0>(k); break;
     case GgmlType::IQ4_NL: use_zmm<quant_zmm::SignedIQ4_NL>(k); break;
+    case GgmlType::Q4_K:
+      k.tile = quant_zmm::tile_q4_k<2, 4>;
+      k.tile_rows = 2;
+      k.tile_tokens = 4;
+      break;
     default: break;
   }
   return k;
