@@ -64,6 +64,10 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(const std::string& name) const;
+  // MappedFile::release_pages when the file is mapped from a path; nothing for bytes held in memory.
+  void release_pages(const uint8_t* p, size_t n) const {
+    if (mapping_) mapping_->release_pages(p, n);
+  }
 
  private:
   std::shared_ptr<MappedFile> mapping_;  // keeps the bytes alive when opened from a path

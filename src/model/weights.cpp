@@ -74,6 +74,15 @@ Result<ModelWeights> load_weights(const GgufFile& f, const ModelHParams& hp) {
     PAGODA_ASSIGN(l.w_down, matrix(f, p + "ffn_down.weight", hp.n_ff, hp.n_embd));
   }
 #undef PAGODA_ASSIGN
+  w.packed = std::make_shared<PackedWeights>();
+  auto pack = [&](WeightMatrix& m, bool release) {
+    w.packed->pack(m);
+    if (m.packed && release) f.release_pages(m.data, static_cast<size_t>(m.rows) * m.row_bytes);
+  };
+  // A tied head is token_embd, whose rows embedding lookups still read.
+  pack(w.output, !w.tied_output);
+  for (LayerWeights& l : w.layers)
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*m, true);
   return w;
 }
 

@@ -1,5 +1,7 @@
 #include "perf/roofline.h"
 
+#include "kernels/cpu/quant_dot_packed.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -87,7 +89,9 @@ double measure_decode_matmul_rate(GgmlType type, int64_t cols, ThreadPool& pool)
   } else {  // quantized: random levels; masking every byte to 0x3F keeps f16 scales finite and normal-sized
     for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64() & 0x3F);
   }
-  const WeightMatrix w{bytes.data(), type, cols, rows, row_bytes};
+  WeightMatrix w{bytes.data(), type, cols, rows, row_bytes};
+  PackedWeights packed;  // as the model's matrices of this type run
+  packed.pack(w);
   std::vector<float> x(cols), y(rows);
   for (auto& v : x) v = static_cast<float>(rng.next_double() - 0.5);
   matmul(w, x.data(), 1, y.data(), pool);  // warm-up

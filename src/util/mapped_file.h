@@ -20,6 +20,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Drops the whole pages inside [p, p + n) from this process's memory (madvise MADV_DONTNEED): for bytes that were
+  // copied elsewhere. They stay readable: touching them again reads the file.
+  void release_pages(const uint8_t* p, size_t n) const;
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size) : path_(std::move(path)), data_(data), size_(size) {}

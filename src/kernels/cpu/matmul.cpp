@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/quant_dot_packed.h"
 #include "kernels/cpu_features.h"
 
 namespace pagoda {
@@ -83,9 +84,29 @@ const uint8_t* quantize_tokens(const QuantKernels& k, ActivationFormat format, c
   return xq_data;
 }
 
+constexpr int64_t kTokenChunk = 64;  // a chunk's quantized activations stay in L2 while rows stream past
+
+// Packed groups [g_begin, g_end) of w (kPackRows rows each, quant_dot_packed.h) for every token.
+void packed_groups(const WeightMatrix& w, const PackedKernels& pk, const uint8_t* xq, size_t x_bytes,
+                   int64_t num_tokens, float* y, int64_t g_begin, int64_t g_end) {
+  const size_t group_bytes = packed_group_bytes(w.type, w.cols);
+  for (int64_t t_begin = 0; t_begin < num_tokens; t_begin += kTokenChunk) {
+    const int64_t t_end = std::min(t_begin + kTokenChunk, num_tokens);
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      const int n_rows = static_cast<int>(std::min<int64_t>(kPackRows, w.rows - g * kPackRows));
+      for (int64_t t = t_begin; t < t_end; t += pk.max_tokens) {
+        const int n = static_cast<int>(std::min<int64_t>(pk.max_tokens, t_end - t));
+        pk.tile(w.packed + g * group_bytes, xq + t * x_bytes, x_bytes, w.cols, y + t * w.rows + g * kPackRows, w.rows,
+                n, n_rows);
+      }
+    }
+  }
+}
+
 // Rows of groups [g_begin, g_end) of w (kRowGroup rows each) for every token: one integer dot per (row, token).
 void integer_dot_groups(const WeightMatrix& w, const QuantKernels& k, const uint8_t* xq, size_t x_bytes,
                         int64_t num_tokens, float* y, int64_t g_begin, int64_t g_end) {
+  if (w.packed) return packed_groups(w, packed_kernels(w.type, active_isa().isa), xq, x_bytes, num_tokens, y, g_begin, g_end);
   if (num_tokens < k.tile_tokens && k.dot_prepared) {
     // Decode (fewer tokens than a tile): each token's activation side prepared once for all of this thread's rows.
     thread_local std::vector<uint8_t, AlignedAllocator<uint8_t>> prepared;
@@ -98,7 +119,6 @@ void integer_dot_groups(const WeightMatrix& w, const QuantKernels& k, const uint
     }
     return;
   }
-  constexpr int64_t kTokenChunk = 64;  // a chunk's quantized activations stay in L2 while rows stream past
   // Dots over rows [r_begin, r_end) x tokens [t_begin, t_end), with the tile taking tile_rows rows x tile_tokens
   // tokens where a whole block of them fits and single dots elsewhere. Every value is bitwise its single dot.
   const int64_t r_begin = g_begin * kRowGroup, r_end = std::min(g_end * kRowGroup, w.rows);
@@ -117,7 +137,11 @@ void integer_dot_groups(const WeightMatrix& w, const QuantKernels& k, const uint
   }
 }
 
-int64_t num_groups(const WeightMatrix& w) { return (w.rows + kRowGroup - 1) / kRowGroup; }
+// Row groups handed to threads: packed groups of kPackRows, else kRowGroup rows.
+int64_t num_groups(const WeightMatrix& w) {
+  const int64_t rows = w.packed ? kPackRows : kRowGroup;
+  return (w.rows + rows - 1) / rows;
+}
 
 // Quantized weights: each token's activations quantized once, then one integer dot per (row, token).
 void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool) {

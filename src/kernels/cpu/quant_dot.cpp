@@ -70,7 +70,7 @@ void accumulate_lanes(float lanes[kLanes32], const int8_t* xq, float scale, Leve
   }
 }
 
-// Q8_0, Q4_0, Q5_0 and IQ4_NL: signed levels level(block, i) for i < 32, one scale.
+// Q5_0: signed levels level(block, i) for i < 32, one scale, in the 16 float lanes.
 template <class Block, class Level>
 float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
   const auto* w = blocks_of<Block>(wr);
@@ -82,23 +82,37 @@ float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Level l
   return reduce16(lanes);
 }
 
-float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockQ8_0>(w, x, K, [](const BlockQ8_0& b, int i) { return static_cast<int>(b.qs[i]); });
-}
-
 int nibble(const uint8_t* qs, int j) { return j < kQK / 2 ? (qs[j] & 0xF) : (qs[j - kQK / 2] >> 4); }
 int fifth_bit(const uint8_t* qh, int j) { return static_cast<int>((load_u32(qh) >> j) & 1) << 4; }
 
+// Q8_0, Q4_0 and IQ4_NL, the block-exact types: per block the exact sum of level(block, i) * x_i over all 32
+// elements, then block_exact_update (the packed kernels' lane-per-row arithmetic, quant_dot_packed.h).
+template <class Block, class Level>
+float dot_block_exact(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
+  const auto* w = blocks_of<Block>(wr);
+  const auto* x = blocks_of<BlockQ8_0>(xr);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    int32_t sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += level(w[b], i) * x[b].qs[i];
+    acc = block_exact_update(acc, sum, f16_to_f32(w[b].d), f16_to_f32(x[b].d));
+  }
+  return acc;
+}
+
+float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_block_exact<BlockQ8_0>(w, x, K, [](const BlockQ8_0& b, int i) { return static_cast<int>(b.qs[i]); });
+}
 float dot_q4_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockQ4_0>(w, x, K, [](const BlockQ4_0& b, int j) { return nibble(b.qs, j) - 8; });
+  return dot_block_exact<BlockQ4_0>(w, x, K, [](const BlockQ4_0& b, int j) { return nibble(b.qs, j) - 8; });
+}
+float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
+  return dot_block_exact<BlockIQ4_NL>(
+      w, x, K, [](const BlockIQ4_NL& b, int j) { return static_cast<int>(kIQ4Values[nibble(b.qs, j)]); });
 }
 float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
   return dot_signed_levels<BlockQ5_0>(
       w, x, K, [](const BlockQ5_0& b, int j) { return (nibble(b.qs, j) | fifth_bit(b.qh, j)) - 16; });
-}
-float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockIQ4_NL>(
-      w, x, K, [](const BlockIQ4_NL& b, int j) { return static_cast<int>(kIQ4Values[nibble(b.qs, j)]); });
 }
 
 // Q4_1 and Q5_1 against Q8_1: unsigned levels, a scale and a min.
@@ -256,7 +270,7 @@ ActivationFormat activation_format(GgmlType t) {
 
 size_t activation_row_bytes(ActivationFormat f, int64_t K) {
   switch (f) {
-    case ActivationFormat::kQ8_0: return K / kQK * (sizeof(BlockQ8_0) + sizeof(int32_t) * kLanes32);
+    case ActivationFormat::kQ8_0: return K / kQK * (sizeof(BlockQ8_0) + sizeof(int32_t) * (kLanes32 + 1) + sizeof(float));
     case ActivationFormat::kQ8_1: return K / kQK * sizeof(BlockQ8_1);
     case ActivationFormat::kQ8_K: return K / kQK_K * sizeof(BlockQ8_K);
   }
@@ -267,13 +281,18 @@ void quantize_activations(ActivationFormat f, const float* x, int64_t K, uint8_t
   switch (f) {
     case ActivationFormat::kQ8_0: {
       auto* y = reinterpret_cast<BlockQ8_0*>(out);
-      uint8_t* lane_sums = out + K / kQK * sizeof(BlockQ8_0);  // [K / 32][8] int32, unaligned
+      const Q8_0Row row = q8_0_row(out, K);
       for (int64_t b = 0; b < K / kQK; ++b) {
         y[b].d = f32_to_f16(quantize_block_q8(x + b * kQK, y[b].qs));
+        int32_t block_sum = 0;
         for (int j = 0; j < kLanes32; ++j) {
           const int32_t sum = y[b].qs[4 * j] + y[b].qs[4 * j + 1] + y[b].qs[4 * j + 2] + y[b].qs[4 * j + 3];
-          std::memcpy(lane_sums + (b * kLanes32 + j) * sizeof(int32_t), &sum, sizeof sum);
+          std::memcpy(row.lane_sums + (b * kLanes32 + j) * sizeof(int32_t), &sum, sizeof sum);
+          block_sum += sum;
         }
+        const float d = f16_to_f32(y[b].d);
+        std::memcpy(row.block_sums + b * sizeof(int32_t), &block_sum, sizeof block_sum);
+        std::memcpy(row.scales + b * sizeof(float), &d, sizeof d);
       }
       return;
     }

@@ -22,10 +22,21 @@ enum class ActivationFormat { kQ8_0, kQ8_1, kQ8_K };
 // Whether matmuls on this weight type go through the integer dot products (every supported quantized type).
 bool uses_integer_dot(GgmlType weight);
 ActivationFormat activation_format(GgmlType weight);
-// Bytes of one quantized activation row of K elements (K a multiple of the format's block). A Q8_0 row is its K / 32
-// blocks followed by [K / 32][8] int32: each block's sums of elements 4j .. 4j + 3 (what the SIMD dots of the offset
-// types need once per token, not once per weight row).
+// Bytes of one quantized activation row of K elements (K a multiple of the format's block). A Q8_0 row is its
+// nb = K / 32 blocks followed by what the SIMD dots need once per token, not once per weight row (all unaligned):
+// [nb][8] int32 lane sums (each block's sums of elements 4j .. 4j + 3), [nb] int32 block sums (of all 32), and
+// [nb] f32 scales (each block's d as f32).
 size_t activation_row_bytes(ActivationFormat f, int64_t K);
+struct Q8_0Row {
+  uint8_t* lane_sums;   // [nb][8] int32
+  uint8_t* block_sums;  // [nb] int32
+  uint8_t* scales;      // [nb] f32
+};
+inline Q8_0Row q8_0_row(uint8_t* row, int64_t K) {
+  const int64_t nb = K / 32;
+  uint8_t* lane_sums = row + nb * 34;
+  return {lane_sums, lane_sums + nb * 32, lane_sums + nb * 36};
+}
 // x [K] -> out [activation_row_bytes(f, K)].
 void quantize_activations(ActivationFormat f, const float* x, int64_t K, uint8_t* out);
 

@@ -40,10 +40,7 @@ QuantDotFn quant_dot_avx512(GgmlType weight) { return quant_kernels_avx512(weigh
 QuantKernels quant_kernels_avx512(GgmlType weight) {
   QuantKernels k = quant_simd::kernels_for<VnniOps, 4, 4>(weight);
   switch (weight) {
-    case GgmlType::Q8_0: use_zmm<quant_zmm::SignedQ8_0>(k); break;
-    case GgmlType::Q4_0: use_zmm<quant_zmm::OffsetQ4_0>(k); break;
     case GgmlType::Q5_0: use_zmm<quant_zmm::OffsetQ5_0>(k); break;
-    case GgmlType::IQ4_NL: use_zmm<quant_zmm::SignedIQ4_NL>(k); break;
     case GgmlType::Q4_K:
       k.tile = quant_zmm::tile_q4_k<2, 4>;
       k.tile_rows = 2;

@@ -2,6 +2,7 @@
 // Shared by the portable and SIMD builds (compiled with -ffp-contract=off), so all give the same bits.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -10,7 +11,7 @@
 
 namespace pagoda::quant_combine {
 
-// The 32-element types keep 16 float lanes, two sets of 8: block b updates set b % 2, and lane j of that set sums,
+// Q4_1, Q5_0 and Q5_1 keep 16 float lanes, two sets of 8: block b updates set b % 2, and lane j of that set sums,
 // over its blocks in order, the integer partial sum of the block's elements 4j .. 4j + 3 times the block's scale
 // d_w * d_x, with one fused multiply-add:
 //   lane[8 * (b % 2) + j] = fma(float(partial[j]), d_w * d_x, lane[8 * (b % 2) + j]).
@@ -29,6 +30,11 @@ inline float reduce16(const float l[kFloatLanes32]) {
   float u[kLanes32];
   for (int i = 0; i < kLanes32; ++i) u[i] = l[i] + l[i + kLanes32];
   return reduce8(u);
+}
+// Q8_0, Q4_0 and IQ4_NL (block-exact): one running sum per row; block b's exact integer sum over its 32 elements
+// updates it with one fused multiply-add by the block's scale d_w * d_x.
+inline float block_exact_update(float acc, int32_t sum, float d_w, float d_x) {
+  return std::fma(static_cast<float>(sum), d_w * d_x, acc);
 }
 // K-quants with mins: acc + (d_w * d_x) * sumi - (dmin_w * d_x) * summ.
 inline float k_with_min(float acc, int32_t sumi, int32_t summ, float d_w, float dmin_w, float d_x) {

@@ -236,13 +236,30 @@ float dot32(const uint8_t* w, const uint8_t* x, int64_t K) {
   return y;
 }
 
+// The block-exact types (Q8_0, Q4_0, IQ4_NL) row by row: each block's partials summed to its exact integer, then
+// block_exact_update. (matmul runs them packed, quant_dot_packed.h; this is for rows outside a packed matrix.)
+template <class Kind>
+float dot32_exact(const uint8_t* wr, const uint8_t* xr, int64_t K) {
+  using Block = typename Kind::Block;
+  const int64_t nb = K / kQK;
+  const Block* w = reinterpret_cast<const Block*>(wr);
+  const BlockQ8_0* x = reinterpret_cast<const BlockQ8_0*>(xr);
+  const uint8_t* lane_sums = xr + nb * sizeof(BlockQ8_0);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i partials = Kind::partials(Kind::prep(w[b]), load32(x[b].qs), Kind::token(load32(lane_sums + b * 32)));
+    acc = block_exact_update(acc, hsum(partials), half(w[b].d), half(x[b].d));
+  }
+  return acc;
+}
+
 template <class Ops>
 float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot32<KindQ8_0<Ops>>(w, x, K);
+  return dot32_exact<KindQ8_0<Ops>>(w, x, K);
 }
 template <class Ops>
 float dot_q4_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot32<KindOffset<Ops, BlockQ4_0, 3>>(w, x, K);
+  return dot32_exact<KindOffset<Ops, BlockQ4_0, 3>>(w, x, K);
 }
 template <class Ops>
 float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
@@ -250,9 +267,8 @@ float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
 }
 template <class Ops>
 float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot32<KindIQ4_NL<Ops>>(w, x, K);
+  return dot32_exact<KindIQ4_NL<Ops>>(w, x, K);
 }
-
 
 // Q4_1 / Q5_1 against Q8_1: unsigned levels in the lanes, the mins' sum beside them.
 template <class Ops, class Block, bool kFiveBits>
@@ -543,11 +559,16 @@ inline float quantize_block32(const float* x, int8_t* qs, __m256i* q_out) {
 
 inline void quantize_row_q8_0(const float* x, int64_t K, uint8_t* out) {
   auto* y = reinterpret_cast<BlockQ8_0*>(out);
-  uint8_t* lane_sums = out + K / kQK * sizeof(BlockQ8_0);  // [K / 32][8] int32, unaligned
+  const Q8_0Row row = q8_0_row(out, K);
   for (int64_t b = 0; b < K / kQK; ++b) {
     __m256i q;
     y[b].d = f32_to_f16(quantize_block32(x + b * kQK, y[b].qs, &q));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lane_sums + b * 32), sums_of_4(q));
+    const __m256i sums = sums_of_4(q);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(row.lane_sums + b * 32), sums);
+    const int32_t block_sum = hsum(sums);
+    const float d = half(y[b].d);
+    std::memcpy(row.block_sums + b * 4, &block_sum, 4);
+    std::memcpy(row.scales + b * 4, &d, 4);
   }
 }
 
@@ -616,10 +637,7 @@ QuantKernels kernels_for(GgmlType t) {
   k.tile_rows = kRows;
   k.tile_tokens = kTokens;
   switch (t) {
-    case GgmlType::Q8_0: k.tile = tile32<KindQ8_0<Ops>, kRows, kTokens>; break;
-    case GgmlType::Q4_0: k.tile = tile32<KindOffset<Ops, BlockQ4_0, 3>, kRows, kTokens>; break;
     case GgmlType::Q5_0: k.tile = tile32<KindOffset<Ops, BlockQ5_0, 4>, kRows, kTokens>; break;
-    case GgmlType::IQ4_NL: k.tile = tile32<KindIQ4_NL<Ops>, kRows, kTokens>; break;
     case GgmlType::Q4_K: k.tile = tile_q45_k<Ops, BlockQ4_K, false, kKRows, kTokens>; break;
     case GgmlType::Q5_K: k.tile = tile_q45_k<Ops, BlockQ5_K, true, kKRows, kTokens>; break;
     case GgmlType::Q6_K: k.tile = tile_q6_k<Ops, kKRows, kTokens>; break;
@@ -633,10 +651,7 @@ QuantKernels kernels_for(GgmlType t) {
     k.dot_prepared = dot32_prepared<Kind>;
   };
   switch (t) {
-    case GgmlType::Q8_0: prepared(KindQ8_0<Ops>{}); break;
-    case GgmlType::Q4_0: prepared(KindOffset<Ops, BlockQ4_0, 3>{}); break;
     case GgmlType::Q5_0: prepared(KindOffset<Ops, BlockQ5_0, 4>{}); break;
-    case GgmlType::IQ4_NL: prepared(KindIQ4_NL<Ops>{}); break;
     default: break;
   }
   if (!k.tile) k.tile_rows = k.tile_tokens = 0;

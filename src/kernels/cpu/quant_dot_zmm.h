@@ -1,4 +1,4 @@
-// The 32-element types' tiles on 512-bit vectors (AVX-512 VNNI): one zmm holds a pair of blocks, so the even
+// Q5_0's tiles on 512-bit vectors, and the Q4_K prefill tile (AVX-512 VNNI): one zmm holds a pair of blocks, so the even
 // blocks' set of 8 float lanes and the odd blocks' set (quant_dot_combine.h) are its two halves, and one dpbusd,
 // one conversion, one multiply and one fused multiply-add update a (row, token) pair for two blocks. The integers
 // and float operations per lane are those of the portable code, so the bits are too. Include only from
@@ -13,9 +13,7 @@ namespace pagoda::quant_zmm {
 
 using quant_simd::five_bit_levels;
 using quant_simd::half;
-using quant_simd::iq4_levels;
 using quant_simd::load32;
-using quant_simd::unpack_nibbles;
 
 // Two 256-bit halves -> one zmm (the high half zero when `two` is false: a lone last block).
 inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
@@ -24,33 +22,8 @@ inline __m512 join_scales(float lo, float hi) {
 }
 
 // How a pair of weight blocks becomes the unsigned bytes of dpbusd, and what the token's lane sums seed the
-// accumulator with: signed levels v go in as v + 128 (seed -128 * lane sums); Q4_0 / Q5_0 levels q - 2^kShift go in
-// as q (seed -2^kShift * lane sums).
-struct SignedQ8_0 {
-  using Block = BlockQ8_0;
-  static constexpr int kSeedShift = 7;
-  static __m256i levels(const Block& b) { return _mm256_xor_si256(load32(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
-};
-struct SignedIQ4_NL {
-  using Block = BlockIQ4_NL;
-  static constexpr int kSeedShift = 7;
-  static __m256i levels(const Block& b) {
-    return _mm256_xor_si256(iq4_levels(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
-  }
-};
-struct OffsetQ4_0 {
-  using Block = BlockQ4_0;
-  static constexpr int kSeedShift = 3;
-  static __m256i levels(const Block& b) { return unpack_nibbles(b.qs); }
-  // Both blocks' nibbles at once: [low b0, high b0, low b1, high b1], 16 bytes each.
-  static __m512i levels_pair(const Block& b0, const Block& b1) {
-    const __m256i y = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.qs)),
-                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.qs)));
-    const __m512i z = _mm512_permutex2var_epi64(_mm512_castsi256_si512(y), _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
-                                                _mm512_castsi256_si512(_mm256_srli_epi16(y, 4)));
-    return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
-  }
-};
+// accumulator with: Q5_0 levels q - 16 go in as q (seed -16 * lane sums). (Q8_0, Q4_0 and IQ4_NL run packed:
+// quant_dot_packed_avx512.cpp.)
 struct OffsetQ5_0 {
   using Block = BlockQ5_0;
   static constexpr int kSeedShift = 4;

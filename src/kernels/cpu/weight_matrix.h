@@ -14,6 +14,9 @@ struct WeightMatrix {
   int64_t cols = 0;      // inner (reduction) dimension K
   int64_t rows = 0;      // output features N
   size_t row_bytes = 0;  // bytes of one row of `cols` elements in `type`
+  // The rows interleaved for matmul (quant_dot_packed.h), owned by the model's PackedWeights; nullptr: matmul runs
+  // on `data` row by row.
+  const uint8_t* packed = nullptr;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };

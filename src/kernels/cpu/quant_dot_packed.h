@@ -1,0 +1,69 @@
+// Weights packed for matmul: Q8_0, Q4_0 and IQ4_NL rows interleaved in groups of 16, so that one 512-bit register
+// (or two 256-bit ones) holds 4 bytes of each of the 16 rows and every lane of an integer dot is one row. A block's
+// integer sum then ends in its row's own lane with no horizontal sum, and its float update (convert, scale, fused
+// multiply-add) runs once per 16 rows instead of once per row. This is how these three types always run in matmul;
+// the row-major file bytes stay the reference (dequantize, embedding rows, the portable dot).
+//
+// Packed layout of a matrix of R rows and K columns (nb = K / 32 blocks per row), G = ceil(R / 16) groups, each
+// [nb] records of 16 rows' block b (rows past R are zero padding):
+//   uint16_t d[16];                 // f16 scales of rows 16g .. 16g + 15
+//   uint8_t  qs[C][16][4];          // qs[c][r] = row r's bytes 4c .. 4c + 3 of the block's qs
+// with C = 8 chunks for Q8_0 (signed levels, chunk c = elements 4c .. 4c + 3) and C = 4 for Q4_0 / IQ4_NL (low
+// nibbles = elements 4c .. 4c + 3, high nibbles = elements 16 + 4c .. 16 + 4c + 3). A record is as many bytes as
+// the 16 row blocks it holds, so a packed matrix takes the bytes of the file's.
+//
+// The arithmetic is the portable dot's (quant_dot.cpp, "block-exact" types): per block the exact int32 sum of the
+// whole block, then acc = fma(float(sum), d_w * d_x, acc) in block order, so a packed result is bitwise the
+// row-major dot in every build.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "io/ggml_type.h"
+#include "kernels/cpu_features.h"
+#include "kernels/cpu/weight_matrix.h"
+
+namespace pagoda {
+
+constexpr int kPackRows = 16;
+
+// Whether matmul packs this weight type (Q8_0, Q4_0, IQ4_NL).
+bool packs_for_matmul(GgmlType type);
+// Bytes of one group's records: nb * 16 * (bytes of one block).
+size_t packed_group_bytes(GgmlType type, int64_t cols);
+size_t packed_matrix_bytes(GgmlType type, int64_t rows, int64_t cols);
+// w's row-major bytes -> out [packed_matrix_bytes] in the layout above.
+void pack_rows(const WeightMatrix& w, uint8_t* out);
+
+// Rows 16g .. 16g + n_rows - 1 of one packed group against n_tokens quantized activation rows (Q8_0 format,
+// quant_dot.h) x0 + t * x_stride: y[t * y_stride + r] for r < n_rows, t < n_tokens <= max_tokens.
+using PackedTileFn = void (*)(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
+                              int64_t y_stride, int n_tokens, int n_rows);
+struct PackedKernels {
+  PackedTileFn tile = nullptr;
+  int max_tokens = 0;
+};
+PackedKernels packed_kernels_portable(GgmlType type);
+PackedKernels packed_kernels_avx2(GgmlType type);
+PackedKernels packed_kernels_avx512(GgmlType type);  // needs avx512_vnni
+// The kernels for `isa`, falling back to narrower builds.
+PackedKernels packed_kernels(GgmlType type, KernelIsa isa);
+
+// Owner of a model's packed copies. pack() points w.packed at a new copy when the type packs (else does nothing).
+class PackedWeights {
+ public:
+  void pack(WeightMatrix& w);
+  size_t bytes() const { return bytes_; }
+
+ private:
+  struct AlignedFree {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, AlignedFree>> buffers_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,124 @@
+// Packed Q8_0 / Q4_0 / IQ4_NL against Q8_0 activations on AVX2: a group's 16 rows in two halves of 8, lane r of
+// every ymm being row 8h + r. Per block and half, 8 level vectors (32 bytes: 4 of each row) meet each token's 4-byte
+// groups, broadcast, in maddubs (u8 x s8 -> int16 pairs): Q4_0's unsigned nibbles sum all 8 in int16 (at most
+// 8 * 2 * 15 * 127 < 32767) before one madd; the signed types use |v| x (x * sign(v)) (pairs <= 2 * 128 * 127) and a
+// madd per vector. Integers are exact, and the float update is block_exact_update's in every lane, so the bits are
+// the portable dot's.
+#include <immintrin.h>
+
+#include "kernels/cpu/quant_dot_packed.h"
+#include "kernels/cpu/quant_dot_packed_simd.h"
+
+namespace pagoda {
+namespace {
+
+using namespace quant_packed;
+
+inline __m256i broadcast4(const int8_t* p) { return _mm256_set1_epi32(load_i32(p)); }
+
+// Unsigned Q4_0 nibbles q (levels q - 8): sum q x in int16, then - 8 sum x.
+struct Q4_0Half {
+  static constexpr int kChunks = 4;
+  __m256i lv[8];
+  void load(const uint8_t* qs, int half) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * c + 32 * half));
+      lv[2 * c] = _mm256_and_si256(bytes, m4);
+      lv[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+    }
+  }
+  __m256i sum(const int8_t* q, int32_t block_sum) const {
+    __m256i s16 = _mm256_maddubs_epi16(lv[0], broadcast4(q + x_offset_nibbles(0)));
+    for (int i = 1; i < 8; ++i) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[i], broadcast4(q + x_offset_nibbles(i))));
+    return _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), _mm256_set1_epi32(-block_sum * 8));
+  }
+};
+
+// Signed levels v: |v| and v kept, sum of maddubs(|v|, x * sign(v)) per vector.
+template <int kOffsetKind>  // 0: Q8_0 (8 chunks of levels), 1: IQ4_NL (4 chunks of nibbles through the table)
+struct SignedHalf {
+  static constexpr int kChunks = kOffsetKind == 0 ? 8 : 4;
+  __m256i lv[8], mag[8];
+  void load(const uint8_t* qs, int half) {
+    if constexpr (kOffsetKind == 0) {
+      for (int c = 0; c < 8; ++c) lv[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * c + 32 * half));
+    } else {
+      const __m256i m4 = _mm256_set1_epi8(0x0F);
+      const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values));
+      const __m256i table = _mm256_set_m128i(t, t);
+      for (int c = 0; c < 4; ++c) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * c + 32 * half));
+        lv[2 * c] = _mm256_shuffle_epi8(table, _mm256_and_si256(bytes, m4));
+        lv[2 * c + 1] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4));
+      }
+    }
+    for (int i = 0; i < 8; ++i) mag[i] = _mm256_abs_epi8(lv[i]);
+  }
+  static constexpr int x_offset(int i) { return kOffsetKind == 0 ? x_offset_q8(i) : x_offset_nibbles(i); }
+  __m256i sum(const int8_t* q, int32_t) const {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i s = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i)
+      s = _mm256_add_epi32(
+          s, _mm256_madd_epi16(_mm256_maddubs_epi16(mag[i], _mm256_sign_epi8(broadcast4(q + x_offset(i)), lv[i])), ones));
+    return s;
+  }
+};
+
+template <class Half, int kTokens>
+void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+          int n_rows) {
+  constexpr size_t kRecord = record_bytes(Half::kChunks);
+  const int64_t nb = K / kQK;
+  const uint8_t* rows[kTokens];
+  for (int t = 0; t < kTokens; ++t) rows[t] = x0 + t * x_stride;
+  for (int half = 0; half < 2 && 8 * half < n_rows; ++half) {
+    __m256 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = group + b * kRecord;
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * half)));
+      Half w;
+      w.load(rec + 2 * kPackRows, half);
+      for (int t = 0; t < kTokens; ++t) {
+        const TokenRow row(rows[t], K);
+        const __m256i sum = w.sum(row.qs(b), row.block_sum(b));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(row.scale(b))), acc[t]);
+      }
+    }
+    const int valid = n_rows - 8 * half;
+    if (valid >= 8) {
+      for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(y + t * y_stride + 8 * half, acc[t]);
+    } else {
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      for (int t = 0; t < kTokens; ++t) _mm256_maskstore_ps(y + t * y_stride + 8 * half, mask, acc[t]);
+    }
+  }
+}
+
+constexpr int kMaxTokens = 4;
+
+template <class Half>
+void tile_any(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+              int n_tokens, int n_rows) {
+  switch (n_tokens) {
+    case 1: return tile<Half, 1>(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 2: return tile<Half, 2>(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 3: return tile<Half, 3>(group, x0, x_stride, K, y, y_stride, n_rows);
+    default: return tile<Half, kMaxTokens>(group, x0, x_stride, K, y, y_stride, n_rows);
+  }
+}
+
+}  // namespace
+
+PackedKernels packed_kernels_avx2(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0: return {tile_any<SignedHalf<0>>, kMaxTokens};
+    case GgmlType::Q4_0: return {tile_any<Q4_0Half>, kMaxTokens};
+    case GgmlType::IQ4_NL: return {tile_any<SignedHalf<1>>, kMaxTokens};
+    default: return {};
+  }
+}
+
+}  // namespace pagoda

@@ -1,0 +1,178 @@
+// Packed Q8_0 / Q4_0 / IQ4_NL weights (quant_dot_packed.h): the documented layout, every build's packed kernel
+// bitwise the portable row-major dot for any number of rows and tokens, and matmul on a packed matrix bitwise the
+// row-major matmul for any batch and thread count.
+#include "kernels/cpu/quant_dot_packed.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "io/quant_blocks.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant_dot.h"
+#include "util/fp16.h"
+#include "util/rng.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+namespace {
+
+const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL};
+
+size_t row_bytes(GgmlType t, int64_t cols) { return ggml_row_bytes(ggml_type_traits(t), cols); }
+
+// rows x cols of random bytes (every level value, Q8_0's -128 included) with finite f16 scales around `scale`.
+std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_t seed, float scale) {
+  const size_t block = ggml_type_traits(t).block_bytes;
+  std::vector<uint8_t> bytes(rows * row_bytes(t, cols));
+  Rng rng(seed);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64());
+  for (size_t i = 0; i < bytes.size() / block; ++i) {
+    const uint16_t h = f32_to_f16(static_cast<float>(scale * (0.5 + rng.next_double())));
+    std::memcpy(&bytes[i * block], &h, 2);
+  }
+  return bytes;
+}
+
+// n rows of K quantized activations (Q8_0 format); row 2 is all zeros (scale 0).
+std::vector<uint8_t> random_activations(int64_t n, int64_t K, uint64_t seed) {
+  const size_t stride = activation_row_bytes(ActivationFormat::kQ8_0, K);
+  std::vector<uint8_t> xq(n * stride);
+  Rng rng(seed);
+  std::vector<float> x(K);
+  for (int64_t t = 0; t < n; ++t) {
+    for (auto& v : x) v = t == 2 ? 0.0f : static_cast<float>(rng.next_double() * 2 - 1);
+    quantize_activations(ActivationFormat::kQ8_0, x.data(), K, xq.data() + t * stride);
+  }
+  return xq;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+struct Isa {
+  const char* name;
+  PackedKernels k;
+};
+std::vector<Isa> builds(GgmlType t) {
+  std::vector<Isa> out = {{"portable", packed_kernels_portable(t)}};
+  if (cpu_can_run(KernelIsa::kAvx2)) out.push_back({"avx2", packed_kernels_avx2(t)});
+  if (cpu_can_run(KernelIsa::kAvx512) && cpu_features().avx512_vnni) out.push_back({"avx512", packed_kernels_avx512(t)});
+  return out;
+}
+
+class PackedDot : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(PackedDot, LayoutIsTheDocumentedOne) {
+  const GgmlType t = GetParam();
+  const int64_t rows = 17, K = 64, nb = K / 32;
+  const auto bytes = random_rows(t, rows, K, 5, 0.1f);
+  const WeightMatrix w{bytes.data(), t, K, rows, row_bytes(t, K)};
+  const size_t block = ggml_type_traits(t).block_bytes, record = 16 * block;
+  ASSERT_EQ(packed_matrix_bytes(t, rows, K), 2 * 16 * w.row_bytes);  // the bytes of the rows, padded to 32 rows
+  std::vector<uint8_t> packed(packed_matrix_bytes(t, rows, K), 0xAB);
+  pack_rows(w, packed.data());
+  const int chunks = t == GgmlType::Q8_0 ? 8 : 4;
+  for (int64_t g = 0; g < 2; ++g)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int r = 0; r < 16; ++r) {
+        const int64_t row = 16 * g + r;
+        const uint8_t* rec = packed.data() + (g * nb + b) * record;
+        const uint8_t* src = row < rows ? w.row(row) + b * block : nullptr;
+        for (int i = 0; i < 2; ++i) EXPECT_EQ(rec[2 * r + i], src ? src[i] : 0) << "d of row " << row;
+        for (int c = 0; c < chunks; ++c)
+          for (int i = 0; i < 4; ++i)
+            EXPECT_EQ(rec[32 + 64 * c + 4 * r + i], src ? src[2 + 4 * c + i] : 0)
+                << "row " << row << " block " << b << " chunk " << c;
+      }
+}
+
+TEST_P(PackedDot, EveryBuildGivesThePortableRowMajorBits) {
+  const GgmlType t = GetParam();
+  int compared = 0;
+  for (int64_t K : {32, 96, 800})
+    for (int64_t rows : {1, 16, 21, 40}) {
+      const auto bytes = random_rows(t, rows, K, 10 * K + rows, rows % 2 ? 1.0f : 1e-3f);
+      const WeightMatrix w{bytes.data(), t, K, rows, row_bytes(t, K)};
+      std::vector<uint8_t> packed(packed_matrix_bytes(t, rows, K));
+      pack_rows(w, packed.data());
+      const int64_t n_tokens = 9;
+      const size_t x_stride = activation_row_bytes(ActivationFormat::kQ8_0, K);
+      const auto xq = random_activations(n_tokens, K, K + rows);
+      for (const Isa& isa : builds(t)) {
+        ASSERT_NE(isa.k.tile, nullptr) << isa.name;
+        for (int n = 1; n <= std::min<int>(isa.k.max_tokens, n_tokens); ++n) {
+          const float kSentinel = -12345.0f;
+          std::vector<float> y(n * rows, kSentinel);
+          for (int64_t g = 0; g * 16 < rows; ++g) {
+            const int n_rows = static_cast<int>(std::min<int64_t>(16, rows - 16 * g));
+            isa.k.tile(packed.data() + g * packed_group_bytes(t, K), xq.data(), x_stride, K, y.data() + 16 * g, rows, n,
+                       n_rows);
+          }
+          for (int tok = 0; tok < n; ++tok)
+            for (int64_t r = 0; r < rows; ++r) {
+              const float want = quant_dot_portable(t)(w.row(r), xq.data() + tok * x_stride, K);
+              ASSERT_TRUE(same_bits(want, y[tok * rows + r]))
+                  << ggml_type_traits(t).name << " " << isa.name << " K " << K << " rows " << rows << " tokens " << n
+                  << " row " << r << " token " << tok << ": " << y[tok * rows + r] << " vs " << want;
+              ++compared;
+            }
+        }
+      }
+    }
+  RecordProperty("values_compared", compared);
+}
+
+TEST_P(PackedDot, MatmulOnPackedRowsIsTheRowMajorMatmulForAnyBatchAndThreads) {
+  const GgmlType t = GetParam();
+  const int64_t K = 256, N = 52;  // 3 full groups and one of 4 rows
+  auto bytes = random_rows(t, N, K, 77, 0.02f);
+  WeightMatrix row_major{bytes.data(), t, K, N, row_bytes(t, K)};
+  WeightMatrix packed = row_major;
+  PackedWeights owner;
+  owner.pack(packed);
+  ASSERT_NE(packed.packed, nullptr);
+  EXPECT_EQ(owner.bytes(), packed_matrix_bytes(t, N, K));
+  ThreadPool one(1), three(3);
+  for (int64_t T : {1, 5, 70}) {  // decode, a small batch, and more than one 64-token chunk
+    Rng rng(T);
+    std::vector<float> x(T * K);
+    for (auto& v : x) v = static_cast<float>(rng.next_double() * 2 - 1);
+    std::vector<float> want(T * N), got(T * N), got3(T * N);
+    matmul(row_major, x.data(), T, want.data(), one);
+    matmul(packed, x.data(), T, got.data(), one);
+    matmul(packed, x.data(), T, got3.data(), three);
+    for (int64_t i = 0; i < T * N; ++i) {
+      ASSERT_TRUE(same_bits(want[i], got[i])) << "T " << T << " index " << i;
+      ASSERT_TRUE(same_bits(want[i], got3[i])) << "T " << T << " index " << i << " (3 threads)";
+    }
+    // matmul_many with a packed and a row-major matrix sharing the activations.
+    std::vector<float> a(T * N), b(T * N);
+    const WeightMatrix* ws[2] = {&packed, &row_major};
+    float* ys[2] = {a.data(), b.data()};
+    matmul_many(ws, ys, 2, x.data(), T, three);
+    for (int64_t i = 0; i < T * N; ++i) {
+      ASSERT_TRUE(same_bits(want[i], a[i])) << "matmul_many packed, T " << T;
+      ASSERT_TRUE(same_bits(want[i], b[i])) << "matmul_many row-major, T " << T;
+    }
+  }
+}
+
+TEST(PackedWeightsTest, OnlyTheBlockExactTypesPack) {
+  for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    EXPECT_FALSE(packs_for_matmul(t));
+    std::vector<uint8_t> bytes(row_bytes(t, 256) * 2);
+    WeightMatrix w{bytes.data(), t, 256, 2, row_bytes(t, 256)};
+    PackedWeights owner;
+    owner.pack(w);
+    EXPECT_EQ(w.packed, nullptr);
+    EXPECT_EQ(owner.bytes(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedDot, ::testing::ValuesIn(kPackedTypes),
+                         [](const auto& info) { return std::string(ggml_type_traits(info.param).name); });
+
+}  // namespace
+}  // namespace pagoda
