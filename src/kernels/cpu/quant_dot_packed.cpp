@@ -1,67 +1,89 @@
-// Packing, the portable packed kernel (the layout read back one row at a time, with the portable dot's
-// arithmetic) and dispatch.
+// Packing, the portable packed kernel (each row read back from the records into its file bytes, then the portable
+// dot) and dispatch.
 #include "kernels/cpu/quant_dot_packed.h"
 
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "io/quant_blocks.h"
 #include "kernels/cpu/quant_dot.h"
-#include "kernels/cpu/quant_dot_combine.h"
-#include "util/fp16.h"
 
 namespace pagoda {
 namespace {
 
-size_t block_bytes(GgmlType type) {
+// A block's bytes as fields, each interleaved over the 16 rows in units of `unit` bytes: the field's bytes
+// [offset, offset + length) of row r go to [length / unit][16][unit] at the field's place in the record; fields
+// follow each other in block order.
+struct Field {
+  int offset, length, unit;
+};
+struct Layout {
+  Field fields[4];
+  int n_fields;
+  int block_bytes;
+  int block_elems;
+};
+
+const Layout* layout(GgmlType type) {
+  static const Layout q8_0{{{0, 2, 2}, {2, 32, 4}}, 2, 34, 32};
+  static const Layout q4_0{{{0, 2, 2}, {2, 16, 4}}, 2, 18, 32};  // also IQ4_NL: f16 d, then 16 bytes of nibbles
+  static const Layout q4_k{{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}, 4, 144, 256};
   switch (type) {
-    case GgmlType::Q8_0: return sizeof(BlockQ8_0);
-    case GgmlType::Q4_0: return sizeof(BlockQ4_0);
-    case GgmlType::IQ4_NL: return sizeof(BlockIQ4_NL);
-    default: return 0;
+    case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q4_0:
+    case GgmlType::IQ4_NL: return &q4_0;
+    case GgmlType::Q4_K: return &q4_k;
+    default: return nullptr;
   }
 }
-int chunks(GgmlType type) { return type == GgmlType::Q8_0 ? 8 : 4; }
 
-// Level i (< 32) of row r in a record: the byte holding it, then the type's reading of that byte.
-int packed_level(GgmlType type, const uint8_t* record, int r, int i) {
-  const uint8_t* qs = record + 2 * kPackRows;
-  if (type == GgmlType::Q8_0) return static_cast<int8_t>(qs[(i / 4) * 64 + 4 * r + i % 4]);
-  const int j = i % 16;
-  const uint8_t byte = qs[(j / 4) * 64 + 4 * r + j % 4];
-  const int q = i < 16 ? (byte & 0xF) : (byte >> 4);
-  return type == GgmlType::Q4_0 ? q - 8 : static_cast<int>(kIQ4Values[q]);
+// Row r's block <-> its bytes in a record, field by field (kToRecord: pack; else read back).
+template <bool kToRecord>
+void copy_block(const Layout& l, int r, uint8_t* record, uint8_t* block) {
+  size_t base = 0;
+  for (int f = 0; f < l.n_fields; ++f) {
+    const Field& field = l.fields[f];
+    for (int j = 0; j < field.length; j += field.unit) {
+      uint8_t* in_record = record + base + static_cast<size_t>(j / field.unit) * kPackRows * field.unit + r * field.unit;
+      if constexpr (kToRecord)
+        std::memcpy(in_record, block + field.offset + j, field.unit);
+      else
+        std::memcpy(block + field.offset + j, in_record, field.unit);
+    }
+    base += static_cast<size_t>(field.length) * kPackRows;
+  }
 }
 
+// The portable packed kernel: each row read back from the records, then the portable row-major dot (the
+// definition of the bits).
+void tile_portable(GgmlType type, const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
+                   int64_t y_stride, int n_tokens, int n_rows) {
+  const Layout& l = *layout(type);
+  const int64_t nb = K / l.block_elems;
+  const size_t record = static_cast<size_t>(kPackRows) * l.block_bytes;
+  std::vector<uint8_t> row(static_cast<size_t>(nb) * l.block_bytes);
+  const QuantDotFn dot = quant_dot_portable(type);
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t b = 0; b < nb; ++b)
+      copy_block<false>(l, r, const_cast<uint8_t*>(group + b * record), row.data() + b * l.block_bytes);
+    for (int t = 0; t < n_tokens; ++t) y[t * y_stride + r] = dot(row.data(), x0 + t * x_stride, K);
+  }
+}
 template <GgmlType kType>
 void tile_portable(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
                    int n_tokens, int n_rows) {
-  const int64_t nb = K / kQK;
-  const size_t record = kPackRows * block_bytes(kType);
-  for (int t = 0; t < n_tokens; ++t) {
-    const auto* x = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride);
-    for (int r = 0; r < n_rows; ++r) {
-      float acc = 0.0f;
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* rec = group + b * record;
-        int32_t sum = 0;
-        for (int i = 0; i < kQK; ++i) sum += packed_level(kType, rec, r, i) * x[b].qs[i];
-        uint16_t d;
-        std::memcpy(&d, rec + 2 * r, sizeof d);
-        acc = quant_combine::block_exact_update(acc, sum, f16_to_f32(d), f16_to_f32(x[b].d));
-      }
-      y[t * y_stride + r] = acc;
-    }
-  }
+  tile_portable(kType, group, x0, x_stride, K, y, y_stride, n_tokens, n_rows);
 }
 
 }  // namespace
 
-bool packs_for_matmul(GgmlType type) { return block_bytes(type) != 0; }
+bool packs_for_matmul(GgmlType type) { return layout(type) != nullptr; }
 
 size_t packed_group_bytes(GgmlType type, int64_t cols) {
-  return static_cast<size_t>(cols / kQK) * kPackRows * block_bytes(type);
+  const Layout& l = *layout(type);
+  return static_cast<size_t>(cols / l.block_elems) * kPackRows * l.block_bytes;
 }
 
 size_t packed_matrix_bytes(GgmlType type, int64_t rows, int64_t cols) {
@@ -69,19 +91,15 @@ size_t packed_matrix_bytes(GgmlType type, int64_t rows, int64_t cols) {
 }
 
 void pack_rows(const WeightMatrix& w, uint8_t* out) {
-  const size_t bb = block_bytes(w.type), record = kPackRows * bb;
-  const int64_t nb = w.cols / kQK, groups = (w.rows + kPackRows - 1) / kPackRows;
-  const int n_chunks = chunks(w.type);
+  const Layout& l = *layout(w.type);
+  const size_t record = static_cast<size_t>(kPackRows) * l.block_bytes;
+  const int64_t nb = w.cols / l.block_elems, groups = (w.rows + kPackRows - 1) / kPackRows;
   std::memset(out, 0, packed_matrix_bytes(w.type, w.rows, w.cols));
   for (int64_t g = 0; g < groups; ++g)
     for (int r = 0; r < kPackRows && g * kPackRows + r < w.rows; ++r) {
       const uint8_t* row = w.row(g * kPackRows + r);
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + b * bb;  // every one of these blocks starts with its f16 d, then qs
-        uint8_t* rec = out + (g * nb + b) * record;
-        std::memcpy(rec + 2 * r, blk, 2);
-        for (int c = 0; c < n_chunks; ++c) std::memcpy(rec + 2 * kPackRows + 64 * c + 4 * r, blk + 2 + 4 * c, 4);
-      }
+      for (int64_t b = 0; b < nb; ++b)
+        copy_block<true>(l, r, out + (g * nb + b) * record, const_cast<uint8_t*>(row + b * l.block_bytes));
     }
 }
 
@@ -90,6 +108,7 @@ PackedKernels packed_kernels_portable(GgmlType type) {
     case GgmlType::Q8_0: return {tile_portable<GgmlType::Q8_0>, 64};
     case GgmlType::Q4_0: return {tile_portable<GgmlType::Q4_0>, 64};
     case GgmlType::IQ4_NL: return {tile_portable<GgmlType::IQ4_NL>, 64};
+    case GgmlType::Q4_K: return {tile_portable<GgmlType::Q4_K>, 64};
     default: return {};
   }
 }

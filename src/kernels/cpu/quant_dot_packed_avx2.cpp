@@ -66,6 +66,17 @@ struct SignedHalf {
   }
 };
 
+// y[t * y_stride + r] = lane r of acc[t] for r < min(8, valid).
+template <int kTokens>
+void store_rows(const __m256 (&acc)[kTokens], float* y, int64_t y_stride, int valid) {
+  if (valid >= 8) {
+    for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
+  } else {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int t = 0; t < kTokens; ++t) _mm256_maskstore_ps(y + t * y_stride, mask, acc[t]);
+  }
+}
+
 template <class Half, int kTokens>
 void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
           int n_rows) {
@@ -87,36 +98,102 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(row.scale(b))), acc[t]);
       }
     }
-    const int valid = n_rows - 8 * half;
-    if (valid >= 8) {
-      for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(y + t * y_stride + 8 * half, acc[t]);
-    } else {
-      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      for (int t = 0; t < kTokens; ++t) _mm256_maskstore_ps(y + t * y_stride + 8 * half, mask, acc[t]);
+    store_rows(acc, y + 8 * half, y_stride, n_rows - 8 * half);
+  }
+}
+
+// Q4_K against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_q4_k). Per sub-block and token,
+// 8 maddubs of nibbles and broadcast activations sum in int16 (at most 8 * 2 * 15 * 127 < 32767), and one madd with
+// (sc, sc) pairs gives sc * sum exactly; the mins' sum is 4 madd of (m_2i, m_2i+1) pairs. Then k_with_min's
+// operations in every lane.
+template <int kTokens>
+void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+               int n_rows) {
+  constexpr size_t kRecord = kPackRows * sizeof(BlockQ4_K);
+  const int64_t nb = K / kQK_K;
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int half = 0; half < 2 && 8 * half < n_rows; ++half) {
+    __m256 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = group + b * kRecord;
+      const BlockQ8_K* x[kTokens];
+      for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+      const Q4_KScales scales(rec + 64);
+      const uint8_t* qs = rec + 256 + 32 * half;
+      __m256i sumi[kTokens];
+      for (int t = 0; t < kTokens; ++t) sumi[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        __m256i lv[8];
+        for (int k = 0; k < 8; ++k) {
+          const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * (8 * (j / 2) + k)));
+          lv[k] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(bytes, 4) : bytes, m4);
+        }
+        const __m256i sc = _mm256_cvtepu8_epi16(scales.scale_pairs(j, half));
+        for (int t = 0; t < kTokens; ++t) {
+          const int8_t* q = x[t]->qs + 32 * j;
+          __m256i s16 = _mm256_maddubs_epi16(lv[0], broadcast4(q));
+          for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[k], broadcast4(q + 4 * k)));
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16, sc));
+        }
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * half)));
+      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 32 + 16 * half)));
+      __m256i mins[4];
+      for (int i = 0; i < 4; ++i) mins[i] = _mm256_cvtepu8_epi16(scales.min_pairs(i, half));
+      for (int t = 0; t < kTokens; ++t) {
+        const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums)),
+                                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums + 8)));
+        __m256i summ = _mm256_madd_epi16(mins[0], _mm256_broadcastd_epi32(pairs));
+        for (int i = 1; i < 4; ++i)
+          summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mins[i], _mm256_broadcastd_epi32(_mm_srli_si128(pairs, 4 * i))));
+        const __m256 dx = _mm256_set1_ps(x[t]->d);
+        const __m256 with_scale =
+            _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sumi[t])));
+        acc[t] = _mm256_sub_ps(with_scale, _mm256_mul_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(summ)));
+      }
     }
+    store_rows(acc, y + 8 * half, y_stride, n_rows - 8 * half);
   }
 }
 
 constexpr int kMaxTokens = 4;
 
-template <class Half>
+// Tile<kTokens>::run(...) for n_tokens <= kMaxTokens.
+template <template <int> class Tile>
 void tile_any(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
               int n_tokens, int n_rows) {
   switch (n_tokens) {
-    case 1: return tile<Half, 1>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 2: return tile<Half, 2>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 3: return tile<Half, 3>(group, x0, x_stride, K, y, y_stride, n_rows);
-    default: return tile<Half, kMaxTokens>(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 1: return Tile<1>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 2: return Tile<2>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 3: return Tile<3>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    default: return Tile<kMaxTokens>::run(group, x0, x_stride, K, y, y_stride, n_rows);
   }
 }
+template <class Half>
+struct Tile32 {
+  template <int kTokens>
+  struct Of {
+    static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+      tile<Half, kTokens>(g, x0, xs, K, y, ys, n_rows);
+    }
+  };
+};
+template <int kTokens>
+struct TileQ4_K {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_q4_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
 
 }  // namespace
 
 PackedKernels packed_kernels_avx2(GgmlType type) {
   switch (type) {
-    case GgmlType::Q8_0: return {tile_any<SignedHalf<0>>, kMaxTokens};
-    case GgmlType::Q4_0: return {tile_any<Q4_0Half>, kMaxTokens};
-    case GgmlType::IQ4_NL: return {tile_any<SignedHalf<1>>, kMaxTokens};
+    case GgmlType::Q8_0: return {tile_any<Tile32<SignedHalf<0>>::Of>, kMaxTokens};
+    case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Half>::Of>, kMaxTokens};
+    case GgmlType::IQ4_NL: return {tile_any<Tile32<SignedHalf<1>>::Of>, kMaxTokens};
+    case GgmlType::Q4_K: return {tile_any<TileQ4_K>, kMaxTokens};
     default: return {};
   }
 }

@@ -74,30 +74,104 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
 }
 
+// Q4_K against Q8_K. Record (quant_dot_packed.cpp): d[16], dmin[16] (f16), scales[12][16] (the 12 packed scale
+// bytes, byte k of every row together), then qs[32][16][4]: 4-byte group g of the 128 nibble bytes of every row.
+// Sub-block j (32 elements) is nibble j % 2 of groups 8 (j / 2) .. 8 (j / 2) + 7. Per sub-block and token, 8 dpbusd
+// give each row's exact sum of q x, times its 6-bit scale (vpmulld), summed over the sub-blocks: sumi; the mins'
+// sum m_j * (bsum_2j + bsum_2j+1) is 4 dpwssd of (m_2i, m_2i+1) int16 pairs. Then k_with_min's operations in
+// every lane.
+template <int kTokens>
+void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+               int n_rows) {
+  constexpr size_t kRecord = kPackRows * sizeof(BlockQ4_K);
+  const int64_t nb = K / kQK_K;
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRecord;
+    const BlockQ8_K* x[kTokens];
+    for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+    const Q4_KScales scales(rec + 64);
+    const uint8_t* qs = rec + 256;
+    __m512i sumi[kTokens];
+    for (int t = 0; t < kTokens; ++t) sumi[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      __m512i lv[8];
+      for (int k = 0; k < 8; ++k) {
+        const __m512i bytes = _mm512_loadu_si512(qs + 64 * (8 * (j / 2) + k));
+        lv[k] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(bytes, 4) : bytes, m4);
+      }
+      const __m512i sc = _mm512_cvtepu8_epi32(scales.sc[j]);
+      for (int t = 0; t < kTokens; ++t) {
+        const int8_t* q = x[t]->qs + 32 * j;
+        __m512i sum = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k) sum = _mm512_dpbusd_epi32(sum, lv[k], _mm512_set1_epi32(load_i32(q + 4 * k)));
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(sum, sc));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
+    __m512i mins[4];  // lane r: (m_2i, m_2i+1) of row r as int16
+    for (int i = 0; i < 4; ++i)
+      mins[i] = _mm512_cvtepu8_epi16(_mm256_set_m128i(scales.min_pairs(i, 1), scales.min_pairs(i, 0)));
+    for (int t = 0; t < kTokens; ++t) {
+      // bsum32_j = bsums[2j] + bsums[2j + 1]; 32-bit element i holds (bsum32_2i, bsum32_2i+1).
+      const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums)),
+                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums + 8)));
+      __m512i summ = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i)
+        summ = _mm512_dpwssd_epi32(summ, mins[i], _mm512_broadcastd_epi32(_mm_srli_si128(pairs, 4 * i)));
+      const __m512 dx = _mm512_set1_ps(x[t]->d);
+      const __m512 with_scale = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(sumi[t])));
+      acc[t] = _mm512_sub_ps(with_scale, _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(summ)));
+    }
+  }
+  const __mmask16 valid = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
+}
+
 constexpr int kMaxTokens = 8;
 
-template <class Kind>
+// Tile<kTokens>(...) for n_tokens <= kMaxTokens.
+template <template <int> class Tile>
 void tile_any(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
               int n_tokens, int n_rows) {
   switch (n_tokens) {
-    case 1: return tile<Kind, 1>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 2: return tile<Kind, 2>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 3: return tile<Kind, 3>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 4: return tile<Kind, 4>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 5: return tile<Kind, 5>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 6: return tile<Kind, 6>(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 7: return tile<Kind, 7>(group, x0, x_stride, K, y, y_stride, n_rows);
-    default: return tile<Kind, kMaxTokens>(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 1: return Tile<1>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 2: return Tile<2>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 3: return Tile<3>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 4: return Tile<4>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 5: return Tile<5>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 6: return Tile<6>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    case 7: return Tile<7>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+    default: return Tile<kMaxTokens>::run(group, x0, x_stride, K, y, y_stride, n_rows);
   }
 }
+template <class Kind>
+struct Tile32 {
+  template <int kTokens>
+  struct Of {
+    static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+      tile<Kind, kTokens>(g, x0, xs, K, y, ys, n_rows);
+    }
+  };
+};
+template <int kTokens>
+struct TileQ4_K {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_q4_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
 
 }  // namespace
 
 PackedKernels packed_kernels_avx512(GgmlType type) {
   switch (type) {
-    case GgmlType::Q8_0: return {tile_any<Q8_0Levels>, kMaxTokens};
-    case GgmlType::Q4_0: return {tile_any<Q4_0Levels>, kMaxTokens};
-    case GgmlType::IQ4_NL: return {tile_any<IQ4_NLLevels>, kMaxTokens};
+    case GgmlType::Q8_0: return {tile_any<Tile32<Q8_0Levels>::Of>, kMaxTokens};
+    case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Levels>::Of>, kMaxTokens};
+    case GgmlType::IQ4_NL: return {tile_any<Tile32<IQ4_NLLevels>::Of>, kMaxTokens};
+    case GgmlType::Q4_K: return {tile_any<TileQ4_K>, kMaxTokens};
     default: return {};
   }
 }

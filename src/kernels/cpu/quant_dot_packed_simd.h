@@ -2,6 +2,8 @@
 // side of block b from a Q8_0 activation row (quant_dot.h) and the record geometry. Include only from those files.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -45,5 +47,34 @@ constexpr size_t record_bytes(int chunks) { return 2 * kPackRows + 64 * static_c
 // gives vector 2c (low nibbles, elements 4c..) and 2c + 1 (high nibbles, elements 16 + 4c..).
 constexpr int x_offset_q8(int i) { return 4 * i; }
 constexpr int x_offset_nibbles(int i) { return i % 2 == 0 ? 4 * (i / 2) : 16 + 4 * (i / 2); }
+
+// Q4_K records: the 16 rows' 6-bit sub-block scales and mins (quant_combine::k4_scales, 16 rows at once) from the
+// record's scales[12][16].
+struct Q4_KScales {
+  __m128i sc[8], m[8];  // 16 rows' sub-block scales and mins, one byte per row
+  explicit Q4_KScales(const uint8_t* packed) {
+    __m128i s[12];
+    for (int k = 0; k < 12; ++k) s[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + 16 * k));
+    const __m128i low6 = _mm_set1_epi8(0x3F), low4 = _mm_set1_epi8(0x0F), top2 = _mm_set1_epi8(0x03);
+    auto top_bits = [&](__m128i v) {  // bits 6..7 of each byte, moved to bits 4..5
+      return _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(v, 6), top2), 4);
+    };
+    for (int j = 0; j < 4; ++j) {
+      sc[j] = _mm_and_si128(s[j], low6);
+      m[j] = _mm_and_si128(s[j + 4], low6);
+      sc[j + 4] = _mm_or_si128(_mm_and_si128(s[j + 8], low4), top_bits(s[j]));
+      m[j + 4] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 8], 4), low4), top_bits(s[j + 4]));
+    }
+  }
+  // Rows 8 half .. 8 half + 7: (m_2i, m_2i+1) byte pairs.
+  __m128i min_pairs(int i, int half) const {
+    return half ? _mm_unpackhi_epi8(m[2 * i], m[2 * i + 1]) : _mm_unpacklo_epi8(m[2 * i], m[2 * i + 1]);
+  }
+  // Rows 8 half .. 8 half + 7: (sc_j, sc_j) byte pairs.
+  __m128i scale_pairs(int j, int half) const {
+    return half ? _mm_unpackhi_epi8(sc[j], sc[j]) : _mm_unpacklo_epi8(sc[j], sc[j]);
+  }
+};
+
 
 }  // namespace pagoda::quant_packed

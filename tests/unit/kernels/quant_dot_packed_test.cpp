@@ -18,7 +18,7 @@
 namespace pagoda {
 namespace {
 
-const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL};
+const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q4_K};
 
 size_t row_bytes(GgmlType t, int64_t cols) { return ggml_row_bytes(ggml_type_traits(t), cols); }
 
@@ -28,24 +28,46 @@ std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_
   std::vector<uint8_t> bytes(rows * row_bytes(t, cols));
   Rng rng(seed);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64());
-  for (size_t i = 0; i < bytes.size() / block; ++i) {
-    const uint16_t h = f32_to_f16(static_cast<float>(scale * (0.5 + rng.next_double())));
-    std::memcpy(&bytes[i * block], &h, 2);
-  }
+  const int n_f16 = t == GgmlType::Q4_K ? 2 : 1;  // d (and Q4_K's dmin) lead every block
+  for (size_t i = 0; i < bytes.size() / block; ++i)
+    for (int f = 0; f < n_f16; ++f) {
+      const uint16_t h = f32_to_f16(static_cast<float>(scale * (0.5 + rng.next_double())));
+      std::memcpy(&bytes[i * block + 2 * f], &h, 2);
+    }
   return bytes;
 }
 
-// n rows of K quantized activations (Q8_0 format); row 2 is all zeros (scale 0).
-std::vector<uint8_t> random_activations(int64_t n, int64_t K, uint64_t seed) {
-  const size_t stride = activation_row_bytes(ActivationFormat::kQ8_0, K);
+// n rows of K activations quantized for type t; row 2 is all zeros (scale 0).
+std::vector<uint8_t> random_activations(GgmlType t, int64_t n, int64_t K, uint64_t seed) {
+  const ActivationFormat f = activation_format(t);
+  const size_t stride = activation_row_bytes(f, K);
   std::vector<uint8_t> xq(n * stride);
   Rng rng(seed);
   std::vector<float> x(K);
-  for (int64_t t = 0; t < n; ++t) {
-    for (auto& v : x) v = t == 2 ? 0.0f : static_cast<float>(rng.next_double() * 2 - 1);
-    quantize_activations(ActivationFormat::kQ8_0, x.data(), K, xq.data() + t * stride);
+  for (int64_t i = 0; i < n; ++i) {
+    for (auto& v : x) v = i == 2 ? 0.0f : static_cast<float>(rng.next_double() * 2 - 1);
+    quantize_activations(f, x.data(), K, xq.data() + i * stride);
   }
   return xq;
+}
+
+std::vector<int64_t> row_lengths(GgmlType t) {
+  if (t == GgmlType::Q4_K) return {256, 768, 1280};
+  return {32, 96, 800};
+}
+
+// The documented record offset of byte o of row r's block (quant_dot_packed.h), written out per type.
+size_t documented_offset(GgmlType t, int r, int o) {
+  if (t == GgmlType::Q4_K) {
+    if (o < 2) return 2 * r + o;                            // d[16]
+    if (o < 4) return 32 + 2 * r + (o - 2);                 // dmin[16]
+    if (o < 16) return 64 + 16 * (o - 4) + r;               // scales[12][16]
+    const int j = o - 16;                                   // qs[32][16][4]
+    return 256 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (o < 2) return 2 * r + o;                              // d[16]
+  const int j = o - 2;                                      // qs[C][16][4]
+  return 32 + 64 * (j / 4) + 4 * r + j % 4;
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -65,40 +87,42 @@ class PackedDot : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(PackedDot, LayoutIsTheDocumentedOne) {
   const GgmlType t = GetParam();
-  const int64_t rows = 17, K = 64, nb = K / 32;
+  const int64_t rows = 17, K = 2 * ggml_type_traits(t).block_elems, nb = 2;
   const auto bytes = random_rows(t, rows, K, 5, 0.1f);
   const WeightMatrix w{bytes.data(), t, K, rows, row_bytes(t, K)};
   const size_t block = ggml_type_traits(t).block_bytes, record = 16 * block;
   ASSERT_EQ(packed_matrix_bytes(t, rows, K), 2 * 16 * w.row_bytes);  // the bytes of the rows, padded to 32 rows
   std::vector<uint8_t> packed(packed_matrix_bytes(t, rows, K), 0xAB);
   pack_rows(w, packed.data());
-  const int chunks = t == GgmlType::Q8_0 ? 8 : 4;
+  std::vector<int> hits(record);
   for (int64_t g = 0; g < 2; ++g)
     for (int64_t b = 0; b < nb; ++b)
       for (int r = 0; r < 16; ++r) {
         const int64_t row = 16 * g + r;
         const uint8_t* rec = packed.data() + (g * nb + b) * record;
-        const uint8_t* src = row < rows ? w.row(row) + b * block : nullptr;
-        for (int i = 0; i < 2; ++i) EXPECT_EQ(rec[2 * r + i], src ? src[i] : 0) << "d of row " << row;
-        for (int c = 0; c < chunks; ++c)
-          for (int i = 0; i < 4; ++i)
-            EXPECT_EQ(rec[32 + 64 * c + 4 * r + i], src ? src[2 + 4 * c + i] : 0)
-                << "row " << row << " block " << b << " chunk " << c;
+        for (size_t o = 0; o < block; ++o) {
+          const size_t at = documented_offset(t, r, static_cast<int>(o));
+          ASSERT_LT(at, record);
+          if (g == 0 && b == 0) ++hits[at];
+          EXPECT_EQ(rec[at], row < rows ? w.row(row)[b * block + o] : 0)
+              << "row " << row << " block " << b << " byte " << o;
+        }
       }
+  for (size_t i = 0; i < record; ++i) EXPECT_EQ(hits[i], 1) << "record byte " << i << " is not exactly one byte's place";
 }
 
 TEST_P(PackedDot, EveryBuildGivesThePortableRowMajorBits) {
   const GgmlType t = GetParam();
   int compared = 0;
-  for (int64_t K : {32, 96, 800})
+  for (int64_t K : row_lengths(t))
     for (int64_t rows : {1, 16, 21, 40}) {
       const auto bytes = random_rows(t, rows, K, 10 * K + rows, rows % 2 ? 1.0f : 1e-3f);
       const WeightMatrix w{bytes.data(), t, K, rows, row_bytes(t, K)};
       std::vector<uint8_t> packed(packed_matrix_bytes(t, rows, K));
       pack_rows(w, packed.data());
       const int64_t n_tokens = 9;
-      const size_t x_stride = activation_row_bytes(ActivationFormat::kQ8_0, K);
-      const auto xq = random_activations(n_tokens, K, K + rows);
+      const size_t x_stride = activation_row_bytes(activation_format(t), K);
+      const auto xq = random_activations(t, n_tokens, K, K + rows);
       for (const Isa& isa : builds(t)) {
         ASSERT_NE(isa.k.tile, nullptr) << isa.name;
         for (int n = 1; n <= std::min<int>(isa.k.max_tokens, n_tokens); ++n) {
@@ -160,7 +184,7 @@ TEST_P(PackedDot, MatmulOnPackedRowsIsTheRowMajorMatmulForAnyBatchAndThreads) {
 
 TEST(PackedWeightsTest, OnlyTheBlockExactTypesPack) {
   for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_K, GgmlType::Q6_K}) {
     EXPECT_FALSE(packs_for_matmul(t));
     std::vector<uint8_t> bytes(row_bytes(t, 256) * 2);
     WeightMatrix w{bytes.data(), t, 256, 2, row_bytes(t, 256)};
