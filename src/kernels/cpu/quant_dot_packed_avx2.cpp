@@ -117,6 +117,7 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* rec = group + b * kRecord;
+      if (half == 0) prefetch_ahead<kRecord>(rec);
       const BlockQ8_K* x[kTokens];
       for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
       const Q4_KScales scales(rec + 64);
@@ -157,6 +158,75 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
   }
 }
 
+// Q6_K against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_q6_k). Levels q in 0..63: two
+// maddubs sum in int16 (at most 2 * 2 * 63 * 127 < 32767), a madd with (sc, sc) pairs gives sc * sum q x; the
+// offset -32 * sum_s sc_s * bsum_s is 8 madd of (sc_2i, sc_2i+1) pairs. Then k_plain's operations in every lane.
+template <int kTokens>
+void tile_q6_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+               int n_rows) {
+  constexpr size_t kRecord = kPackRows * sizeof(BlockQ6_K);
+  const int64_t nb = K / kQK_K;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  auto load = [](const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  // Rows 8 half ..: the signed bytes of v as int16 pairs (v_r, v_r) (pair = false: v's rows with w's, (v_r, w_r)).
+  auto pairs16 = [](__m128i v, __m128i w, int half) {
+    return _mm256_cvtepi8_epi16(half ? _mm_unpackhi_epi8(v, w) : _mm_unpacklo_epi8(v, w));
+  };
+  for (int half = 0; half < 2 && 8 * half < n_rows; ++half) {
+    __m256 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = group + b * kRecord;
+      if (half == 0) prefetch_ahead<kRecord>(rec);
+      const uint8_t* scales = rec + 32;
+      const uint8_t* ql = rec + 32 + 256 + 32 * half;
+      const uint8_t* qh = ql + 2048;
+      const BlockQ8_K* x[kTokens];
+      for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+      auto scale_row = [&](int s) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * s)); };
+      __m256i sumi[kTokens];
+      for (int t = 0; t < kTokens; ++t) sumi[t] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h)
+        for (int kh = 0; kh < 2; ++kh)
+          for (int f = 0; f < 4; ++f) {
+            __m256i lv[4];
+            for (int kk = 0; kk < 4; ++kk) {
+              const int k = 4 * kh + kk;
+              const __m256i low = load(ql + 64 * (16 * h + 8 * (f % 2) + k));
+              const __m256i high = load(qh + 64 * (8 * h + k));
+              const __m256i lo = _mm256_and_si256(f < 2 ? low : _mm256_srli_epi16(low, 4), low4);
+              const __m256i hi = f == 0   ? _mm256_slli_epi16(high, 4)
+                                 : f == 1 ? _mm256_slli_epi16(high, 2)
+                                 : f == 2 ? high
+                                          : _mm256_srli_epi16(high, 2);
+              lv[kk] = _mm256_or_si256(lo, _mm256_and_si256(hi, bits45));
+            }
+            const int s = 8 * h + 2 * f + kh;
+            const __m256i sc = pairs16(scale_row(s), scale_row(s), half);
+            for (int t = 0; t < kTokens; ++t) {
+              const int8_t* q = x[t]->qs + 16 * s;
+              const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(lv[0], broadcast4(q)),
+                                                 _mm256_maddubs_epi16(lv[1], broadcast4(q + 4)));
+              const __m256i c = _mm256_add_epi16(_mm256_maddubs_epi16(lv[2], broadcast4(q + 8)),
+                                                 _mm256_maddubs_epi16(lv[3], broadcast4(q + 12)));
+              sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(a, sc), _mm256_madd_epi16(c, sc)));
+            }
+          }
+      for (int i = 0; i < 8; ++i) {  // - 32 * (sc_2i bsum_2i + sc_2i+1 bsum_2i+1)
+        const __m256i sc = pairs16(scale_row(2 * i), scale_row(2 * i + 1), half);
+        for (int t = 0; t < kTokens; ++t) {
+          const __m256i offset = _mm256_madd_epi16(sc, _mm256_set1_epi32(load_i32(x[t]->bsums + 2 * i)));
+          sumi[t] = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(offset, 5));
+        }
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * half)));
+      for (int t = 0; t < kTokens; ++t)
+        acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t]->d)), _mm256_cvtepi32_ps(sumi[t])));
+    }
+    store_rows(acc, y + 8 * half, y_stride, n_rows - 8 * half);
+  }
+}
+
 constexpr int kMaxTokens = 4;
 
 // Tile<kTokens>::run(...) for n_tokens <= kMaxTokens.
@@ -185,6 +255,12 @@ struct TileQ4_K {
     tile_q4_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
   }
 };
+template <int kTokens>
+struct TileQ6_K {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_q6_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
 
 }  // namespace
 
@@ -194,6 +270,7 @@ PackedKernels packed_kernels_avx2(GgmlType type) {
     case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Half>::Of>, kMaxTokens};
     case GgmlType::IQ4_NL: return {tile_any<Tile32<SignedHalf<1>>::Of>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K>, kMaxTokens};
+    case GgmlType::Q6_K: return {tile_any<TileQ6_K>, kMaxTokens};
     default: return {};
   }
 }

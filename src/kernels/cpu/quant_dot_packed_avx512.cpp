@@ -90,6 +90,7 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRecord;
+    prefetch_ahead<kRecord>(rec);
     const BlockQ8_K* x[kTokens];
     for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
     const Q4_KScales scales(rec + 64);
@@ -131,6 +132,64 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
 }
 
+// Q6_K against Q8_K. Record (quant_dot_packed.cpp): d[16] (f16), scales[16][16] (int8, sub-block s of every row
+// together), ql[32][16][4], qh[16][16][4]. Element 128h + 32f + 16kh + 4kk + i takes its low 4 bits from nibble f / 2
+// of ql unit 16h + 8 (f % 2) + 4kh + kk and its top 2 from bits 2f of qh unit 8h + 4kh + kk (byte i of the row's
+// 4); sub-block s = 8h + 2f + kh. A quarter (h, kh) makes 16 level vectors (q in 0..63 as u8) from 4 + 4 + 4 loads;
+// per token and sub-block, 4 dpbusd seeded with -32 * bsum_s give sum (q - 32) x exactly, times the signed scale
+// (vpmulld) into sumi. Then k_plain's operations in every lane.
+template <int kTokens>
+void tile_q6_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+               int n_rows) {
+  constexpr size_t kRecord = kPackRows * sizeof(BlockQ6_K);
+  const int64_t nb = K / kQK_K;
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRecord;
+    prefetch_ahead<kRecord>(rec);
+    const uint8_t* scales = rec + 32;
+    const uint8_t* ql = rec + 32 + 256;
+    const uint8_t* qh = ql + 2048;
+    const BlockQ8_K* x[kTokens];
+    for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+    __m512i sumi[kTokens];
+    for (int t = 0; t < kTokens; ++t) sumi[t] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h)
+      for (int kh = 0; kh < 2; ++kh) {
+        __m512i lv[4][4];  // [f][kk]
+        for (int kk = 0; kk < 4; ++kk) {
+          const int k = 4 * kh + kk;
+          const __m512i a = _mm512_loadu_si512(ql + 64 * (16 * h + k));
+          const __m512i c = _mm512_loadu_si512(ql + 64 * (16 * h + 8 + k));
+          const __m512i hb = _mm512_loadu_si512(qh + 64 * (8 * h + k));
+          lv[0][kk] = _mm512_or_si512(_mm512_and_si512(a, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
+          lv[1][kk] = _mm512_or_si512(_mm512_and_si512(c, low4), _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
+          lv[2][kk] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), low4), _mm512_and_si512(hb, bits45));
+          lv[3][kk] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(c, 4), low4),
+                                      _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
+        }
+        for (int f = 0; f < 4; ++f) {
+          const int s = 8 * h + 2 * f + kh;
+          const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * s)));
+          for (int t = 0; t < kTokens; ++t) {
+            const int8_t* q = x[t]->qs + 16 * s;
+            __m512i sum = _mm512_set1_epi32(-32 * x[t]->bsums[s]);
+            for (int kk = 0; kk < 4; ++kk)
+              sum = _mm512_dpbusd_epi32(sum, lv[f][kk], _mm512_set1_epi32(load_i32(q + 4 * kk)));
+            sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(sum, sc));
+          }
+        }
+      }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    for (int t = 0; t < kTokens; ++t)
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[t]->d)), _mm512_cvtepi32_ps(sumi[t])));
+  }
+  const __mmask16 valid = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
+}
+
 constexpr int kMaxTokens = 8;
 
 // Tile<kTokens>(...) for n_tokens <= kMaxTokens.
@@ -163,6 +222,12 @@ struct TileQ4_K {
     tile_q4_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
   }
 };
+template <int kTokens>
+struct TileQ6_K {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_q6_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
 
 }  // namespace
 
@@ -172,6 +237,7 @@ PackedKernels packed_kernels_avx512(GgmlType type) {
     case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Levels>::Of>, kMaxTokens};
     case GgmlType::IQ4_NL: return {tile_any<Tile32<IQ4_NLLevels>::Of>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K>, kMaxTokens};
+    case GgmlType::Q6_K: return {tile_any<TileQ6_K>, kMaxTokens};
     default: return {};
   }
 }

@@ -18,7 +18,7 @@
 namespace pagoda {
 namespace {
 
-const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q4_K};
+const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q6_K};
 
 size_t row_bytes(GgmlType t, int64_t cols) { return ggml_row_bytes(ggml_type_traits(t), cols); }
 
@@ -28,11 +28,14 @@ std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_
   std::vector<uint8_t> bytes(rows * row_bytes(t, cols));
   Rng rng(seed);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64());
-  const int n_f16 = t == GgmlType::Q4_K ? 2 : 1;  // d (and Q4_K's dmin) lead every block
+  // The f16 fields: d (and Q4_K's dmin) lead every block but Q6_K's, whose d ends it.
+  const std::vector<size_t> f16_at = t == GgmlType::Q4_K ? std::vector<size_t>{0, 2}
+                                     : t == GgmlType::Q6_K ? std::vector<size_t>{208}
+                                                           : std::vector<size_t>{0};
   for (size_t i = 0; i < bytes.size() / block; ++i)
-    for (int f = 0; f < n_f16; ++f) {
+    for (size_t at : f16_at) {
       const uint16_t h = f32_to_f16(static_cast<float>(scale * (0.5 + rng.next_double())));
-      std::memcpy(&bytes[i * block + 2 * f], &h, 2);
+      std::memcpy(&bytes[i * block + at], &h, 2);
     }
   return bytes;
 }
@@ -52,7 +55,7 @@ std::vector<uint8_t> random_activations(GgmlType t, int64_t n, int64_t K, uint64
 }
 
 std::vector<int64_t> row_lengths(GgmlType t) {
-  if (t == GgmlType::Q4_K) return {256, 768, 1280};
+  if (ggml_type_traits(t).block_elems == 256) return {256, 768, 1280};
   return {32, 96, 800};
 }
 
@@ -64,6 +67,13 @@ size_t documented_offset(GgmlType t, int r, int o) {
     if (o < 16) return 64 + 16 * (o - 4) + r;               // scales[12][16]
     const int j = o - 16;                                   // qs[32][16][4]
     return 256 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (t == GgmlType::Q6_K) {
+    if (o >= 208) return 2 * r + (o - 208);                 // d[16]
+    if (o >= 192) return 32 + 16 * (o - 192) + r;           // scales[16][16]
+    if (o < 128) return 288 + 64 * (o / 4) + 4 * r + o % 4; // ql[32][16][4]
+    const int j = o - 128;                                  // qh[16][16][4]
+    return 288 + 2048 + 64 * (j / 4) + 4 * r + j % 4;
   }
   if (o < 2) return 2 * r + o;                              // d[16]
   const int j = o - 2;                                      // qs[C][16][4]
@@ -184,7 +194,7 @@ TEST_P(PackedDot, MatmulOnPackedRowsIsTheRowMajorMatmulForAnyBatchAndThreads) {
 
 TEST(PackedWeightsTest, OnlyTheBlockExactTypesPack) {
   for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_K, GgmlType::Q2_K}) {
     EXPECT_FALSE(packs_for_matmul(t));
     std::vector<uint8_t> bytes(row_bytes(t, 256) * 2);
     WeightMatrix w{bytes.data(), t, 256, 2, row_bytes(t, 256)};
