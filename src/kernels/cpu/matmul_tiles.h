@@ -32,7 +32,7 @@ template <class Isa, GgmlType kType, int kTokens, int kRows>
 inline __attribute__((always_inline)) void tile_step(typename Isa::Vec (&acc)[kTokens][kRows], const uint8_t* w0,
                                                      size_t row_bytes, const float* x, int64_t K, int64_t k, int n) {
   typename Isa::Vec wv[kRows];
-  if constexpr (kTokens == 1) {
+  if constexpr (kTokens <= 4) {
     // Decode streams the rows from memory: fetch the next tile's rows at the same k (the tiles follow each other).
     const size_t at = static_cast<size_t>(k) * (row_bytes / static_cast<size_t>(K));
 #pragma GCC unroll 16
