@@ -6,6 +6,7 @@
 #      cache on, one slot per concurrent request), for the output-throughput ratio (medians).
 # Workload: SHARED-token shared prefix + INPUT unique tokens, OUTPUT tokens out (ignore_eos), token-id prompts.
 # Usage: bench/compare_serve.sh MODEL.gguf LLAMA_SERVER OUT_DIR [ROUNDS] [CONCS] [C16]
+# CONCS=none skips steps 1 and 2 (only the interleaved rounds of step 3).
 set -euo pipefail
 model="$1"; llama_server="$2"; out="$3"; rounds="${4:-3}"; concs="${5:-1,4,16,64}"; c16="${6:-16}"
 shared=512; input=64; output=128
@@ -29,6 +30,7 @@ start_pagoda() {
 }
 stop() { kill -TERM "$1"; wait "$1" || true; }
 
+if [ "$concs" != none ]; then
 echo "== pagoda, prefix caching on, concurrency $concs"
 start_pagoda
 bench "http://127.0.0.1:$port_p" m "$concs" "$out/pagoda_cached.svg" "$out/pagoda_cached.json"
@@ -39,6 +41,7 @@ start_pagoda --no-enable-prefix-caching
 bench "http://127.0.0.1:$port_p" m "$concs" "$out/pagoda_uncached.svg" "$out/pagoda_uncached.json"
 jq -c ".runs[] | {concurrency, output_throughput, ttft_p99: .ttft_ms.p99, failed}" "$out/pagoda_uncached.json"
 stop "$pid_p"
+fi
 
 echo "== concurrency $c16: pagoda vs llama-server, $rounds interleaved rounds"
 for r in $(seq "$rounds"); do
