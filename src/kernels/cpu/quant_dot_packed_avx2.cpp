@@ -145,9 +145,10 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
       for (int t = 0; t < kTokens; ++t) {
         const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums)),
                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums + 8)));
-        __m256i summ = _mm256_madd_epi16(mins[0], _mm256_broadcastd_epi32(pairs));
-        for (int i = 1; i < 4; ++i)
-          summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mins[i], _mm256_broadcastd_epi32(_mm_srli_si128(pairs, 4 * i))));
+        alignas(16) int32_t pair[4];  // (bsum32_2i, bsum32_2i+1) as int16 pairs
+        _mm_store_si128(reinterpret_cast<__m128i*>(pair), pairs);
+        __m256i summ = _mm256_madd_epi16(mins[0], _mm256_set1_epi32(pair[0]));
+        for (int i = 1; i < 4; ++i) summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mins[i], _mm256_set1_epi32(pair[i])));
         const __m256 dx = _mm256_set1_ps(x[t]->d);
         const __m256 with_scale =
             _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sumi[t])));

@@ -120,9 +120,10 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
       // bsum32_j = bsums[2j] + bsums[2j + 1]; 32-bit element i holds (bsum32_2i, bsum32_2i+1).
       const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums)),
                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[t]->bsums + 8)));
+      alignas(16) int32_t pair[4];  // (bsum32_2i, bsum32_2i+1) as int16 pairs
+      _mm_store_si128(reinterpret_cast<__m128i*>(pair), pairs);
       __m512i summ = _mm512_setzero_si512();
-      for (int i = 0; i < 4; ++i)
-        summ = _mm512_dpwssd_epi32(summ, mins[i], _mm512_broadcastd_epi32(_mm_srli_si128(pairs, 4 * i)));
+      for (int i = 0; i < 4; ++i) summ = _mm512_dpwssd_epi32(summ, mins[i], _mm512_set1_epi32(pair[i]));
       const __m512 dx = _mm512_set1_ps(x[t]->d);
       const __m512 with_scale = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(sumi[t])));
       acc[t] = _mm512_sub_ps(with_scale, _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(summ)));
