@@ -193,21 +193,6 @@ void tile_q6_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
 
 constexpr int kMaxTokens = 8;
 
-// Tile<kTokens>(...) for n_tokens <= kMaxTokens.
-template <template <int> class Tile>
-void tile_any(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
-              int n_tokens, int n_rows) {
-  switch (n_tokens) {
-    case 1: return Tile<1>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 2: return Tile<2>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 3: return Tile<3>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 4: return Tile<4>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 5: return Tile<5>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 6: return Tile<6>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-    case 7: return Tile<7>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-    default: return Tile<kMaxTokens>::run(group, x0, x_stride, K, y, y_stride, n_rows);
-  }
-}
 template <class Kind>
 struct Tile32 {
   template <int kTokens>
@@ -234,11 +219,11 @@ struct TileQ6_K {
 
 PackedKernels packed_kernels_avx512(GgmlType type) {
   switch (type) {
-    case GgmlType::Q8_0: return {tile_any<Tile32<Q8_0Levels>::Of>, kMaxTokens};
-    case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Levels>::Of>, kMaxTokens};
-    case GgmlType::IQ4_NL: return {tile_any<Tile32<IQ4_NLLevels>::Of>, kMaxTokens};
-    case GgmlType::Q4_K: return {tile_any<TileQ4_K>, kMaxTokens};
-    case GgmlType::Q6_K: return {tile_any<TileQ6_K>, kMaxTokens};
+    case GgmlType::Q8_0: return {tile_any<Tile32<Q8_0Levels>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Levels>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::IQ4_NL: return {tile_any<Tile32<IQ4_NLLevels>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q6_K: return {tile_any<TileQ6_K, kMaxTokens>, kMaxTokens};
     default: return {};
   }
 }

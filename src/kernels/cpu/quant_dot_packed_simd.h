@@ -86,4 +86,15 @@ struct Q4_KScales {
 };
 
 
+// Tile<n_tokens>::run(...) for 1 <= n_tokens <= kMaxTokens: the packed kernels' dispatch on the token count.
+template <template <int> class Tile, int kMaxTokens, int kTokens = 1>
+void tile_any(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+              int n_tokens, int n_rows) {
+  if constexpr (kTokens < kMaxTokens) {
+    if (n_tokens != kTokens)
+      return tile_any<Tile, kMaxTokens, kTokens + 1>(group, x0, x_stride, K, y, y_stride, n_tokens, n_rows);
+  }
+  Tile<kTokens>::run(group, x0, x_stride, K, y, y_stride, n_rows);
+}
+
 }  // namespace pagoda::quant_packed
