@@ -176,15 +176,16 @@ void Engine::stop() {
 }
 
 void Engine::take_inbox() {
-  // Anchor commands first: an activation submitted before a request that names the anchor is in place for it,
-  // and a revocation takes effect before anything else of this step.
-  process_anchor_commands();
   std::deque<std::unique_ptr<RequestState>> batch;
   {
     std::lock_guard lock(mu_);
     batch.swap(inbox_);
-    wake_pending_ = false;
+    wake_pending_ = false;  // anything queued from here on sets it again, so no command waits for a later wake-up
   }
+  // Anchor commands before the requests: every command queued before one of these requests is visible now, so an
+  // activation submitted before a request that names the anchor is in place for it, and a revocation takes effect
+  // before anything else of this step.
+  process_anchor_commands();
   for (auto& rs : batch) admit_request(std::move(rs));
 }
 
@@ -201,6 +202,8 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
     auto found = anchor_for(r.anchor);
     if (!found.ok()) return fail_request(std::move(rs), found.error().message);
     anchor = *found;
+    if (config_.anchor_recheck.cadence == AnchorRecheckCadence::kSegment)
+      if (Status st = recheck_anchor(r.anchor); !st.ok()) return fail_request(std::move(rs), st.error().message);
   }
   const int64_t anchor_len = anchor ? static_cast<int64_t>(anchor->tokens.size()) : 0;
   const int64_t len = anchor_len + static_cast<int64_t>(r.prompt.size());
@@ -303,6 +306,7 @@ bool Engine::step() {
   for (Sequence* s : sched.out_of_room) finish(*s, FinishReason::kLength);
   if (!sched.chunks.empty()) run_batch(sched);
   ++steps_;
+  steps_started_.store(steps_, std::memory_order_release);
   release_finished_requests();
   refresh_stats();
   return true;
@@ -387,6 +391,7 @@ void Engine::run_batch(const SchedulerStep& sched) {
     return;
   }
   accumulate_anchor_attention(sched);
+  after_anchor_forward(sched);
   for (const ScheduledChunk& c : sched.chunks) {
     c.seq->num_computed += c.num_tokens;
     blocks_->mark_computed(c.seq->id, c.seq->num_computed);
@@ -394,6 +399,7 @@ void Engine::run_batch(const SchedulerStep& sched) {
   const int64_t n_vocab = model_.hparams().n_vocab;
   for (size_t r = 0; r < b_logit_seqs_.size(); ++r) {
     Sequence& s = *b_logit_seqs_[r];
+    if (s.state == Sequence::State::kFinished) continue;  // failed a benchmark re-check of its anchor
     const std::span<const float> row(logits_.data() + r * n_vocab, n_vocab);
     RequestState& rs = *s.request;
     if (!rs.forked) {
@@ -504,6 +510,8 @@ void Engine::refresh_stats() {
   st.prompt_tokens_computed = prompt_tokens_computed_;
   st.generated_tokens = generated_tokens_;
   st.requests_finished = requests_finished_;
+  st.anchor_rechecks = anchor_rechecks_;
+  st.anchor_recheck_seconds = anchor_recheck_seconds_;
   std::lock_guard lock(mu_);
   stats_ = st;
 }

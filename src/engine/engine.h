@@ -9,6 +9,7 @@
 // and after any number of preemptions.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/anchor_recheck.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
@@ -57,6 +59,9 @@ struct EngineConfig {
   // attention mass on the anchor's keys per layer and head (Engine::anchor_attention). Costs one more pass over
   // the keys per layer; never changes a token or a logit.
   bool probe_anchor_attention = false;
+  // Benchmark only (engine/anchor_recheck.h): re-verify anchors and re-hash their K/V blocks on the token path at a
+  // chosen cadence. The default, session, does nothing after registration.
+  AnchorRecheck anchor_recheck;
   Clock* clock = nullptr;  // LRU clock; nullptr: a steady clock
 };
 
@@ -84,6 +89,21 @@ struct AnchorAttention {
   int64_t generated_queries = 0;  // generated tokens measured (each as the query of the step that feeds it back)
   std::vector<double> prompt_mass;     // [n_layer, n_head] mean mass on the anchor's keys over prompt queries
   std::vector<double> generated_mass;  // [n_layer, n_head] the same over generated-token queries
+  // By distance from the anchor: a query at position p (the anchor is [0, A)) has distance d = p - A + 1, in bucket
+  // floor(log2(d)) (bucket b holds distances [2^b, 2^(b+1))). Prompt and generated queries together.
+  std::vector<int64_t> distance_queries;  // [n_buckets] queries measured per bucket
+  std::vector<double> distance_mass;      // [n_buckets, n_layer, n_head] mean mass on the anchor's keys
+};
+
+// When a revocation took effect, measured in engine steps (Engine::anchor_revocation). Step k is the k-th step
+// the engine ran (0-based); a revocation that arrives while step k runs is applied at the start of step k + 1.
+struct AnchorRevocationReport {
+  int64_t arrival_step = 0;   // the step running when the revocation was queued (or the next one, when idle)
+  int64_t applied_step = 0;   // the step whose start applied it
+  int64_t last_attended_step = -1;  // the last step whose forward included a sequence using the anchor; -1: none
+  double arrival_to_last_attended_end_s = 0;  // from arrival until that step's forward ended (0 if before arrival)
+  // Steps after the arrival step that still attended to the anchor: 0 is the goal (at most the current one).
+  int64_t steps_after_arrival() const { return std::max<int64_t>(0, last_attended_step - arrival_step); }
 };
 
 struct EngineStats {
@@ -98,6 +118,8 @@ struct EngineStats {
   int64_t prompt_tokens_computed = 0;  // prefill tokens actually run (prefix hits and recomputes excluded/included)
   int64_t generated_tokens = 0;
   int64_t requests_finished = 0;
+  int64_t anchor_rechecks = 0;          // re-checks run by the benchmark-only cadence (EngineConfig::anchor_recheck)
+  double anchor_recheck_seconds = 0;    // time they took, on the engine thread
 };
 
 struct RequestState {
@@ -146,6 +168,8 @@ class Engine {
   // Thread-safe. With EngineConfig::probe_anchor_attention: what has been measured for the anchor so far (kept
   // after it is unpinned); nullopt when nothing was.
   std::optional<AnchorAttention> anchor_attention(const std::string& digest) const;
+  // Thread-safe. For a revoked anchor: when the revocation took effect (kept after the anchor is unpinned).
+  std::optional<AnchorRevocationReport> anchor_revocation(const std::string& digest) const;
 
   // Runs steps on a background thread until stop() (or destruction).
   void start();
@@ -195,6 +219,9 @@ class Engine {
     int32_t blocks = 0;
     int64_t users = 0;       // requests admitted with it and not yet released
     bool accepting = true;   // false once deactivated or revoked: freed when users reach 0
+    Sha256Digest kv_digest{};          // of its K/V bytes after the prefill (for the benchmark's re-checks)
+    int64_t last_attended_step = -1;   // the last step whose forward included a sequence using it
+    int64_t last_attended_end_ns = 0;  // when that forward ended (steady clock)
   };
   struct AnchorCommand {
     enum class Kind { kActivate, kDeactivate, kRevoke };
@@ -203,6 +230,8 @@ class Engine {
     std::vector<int32_t> tokens;
     AnchorServing serving;
     std::shared_ptr<std::promise<Result<AnchorActivation>>> done;
+    int64_t arrival_step = 0;  // steps completed when it was queued: the index of the step running then
+    int64_t arrival_ns = 0;    // steady clock
   };
   void push_anchor_command(AnchorCommand command);
   void process_anchor_commands();
@@ -216,6 +245,13 @@ class Engine {
   Result<const PinnedAnchor*> anchor_for(const std::string& digest) const;
   void release_anchor_user(const std::string& digest);
   void unpin_unused_anchors();
+  // Keeps when a revocation arrived and which steps still attended to the anchor (anchor_revocation).
+  void record_revocation(const AnchorCommand& c);
+  // The benchmark-only re-check of one anchor (signature callback + K/V hash); counts it and its time.
+  Status recheck_anchor(const std::string& digest);
+  // After a forward: the anchors the step's sequences attended to (revocation reports), and the per-token
+  // re-checks of the block/token cadences (sequences that fail them finish with an error).
+  void after_anchor_forward(const SchedulerStep& sched);
 
   const Model& model_;
   EngineConfig config_;
@@ -241,6 +277,9 @@ class Engine {
   int64_t prompt_tokens_computed_ = 0;
   int64_t generated_tokens_ = 0;
   int64_t requests_finished_ = 0;
+  int64_t anchor_rechecks_ = 0;
+  double anchor_recheck_seconds_ = 0;
+  std::atomic<int64_t> steps_started_{0};  // steps_ as other threads may read it (revocation arrival)
 
   // Batch buffers, reused every step.
   std::vector<int32_t> b_tokens_, b_positions_, b_cu_, b_kv_lens_, b_table_, b_logit_rows_;
@@ -262,6 +301,7 @@ class Engine {
   bool stop_ = false;
   EngineStats stats_;
   std::unordered_map<std::string, AnchorAttention> anchor_attention_;  // sums until read (guarded by mu_)
+  std::unordered_map<std::string, AnchorRevocationReport> revocations_;  // by digest (guarded by mu_)
   std::thread thread_;
 };
 

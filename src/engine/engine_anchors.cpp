@@ -2,6 +2,7 @@
 // deactivation / revocation at step boundaries. Nothing here verifies anything: the anchor module has done that
 // before a digest reaches the engine, and the token loop never looks at anchors (a sequence only carries the
 // pinned sequence it started from, as a prefix of its block table).
+#include <bit>
 #include <chrono>
 #include <cmath>
 
@@ -30,7 +31,16 @@ void Engine::revoke_anchor(const std::string& digest) {
   push_anchor_command(AnchorCommand{AnchorCommand::Kind::kRevoke, digest, {}, {}, nullptr});
 }
 
+namespace {
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 void Engine::push_anchor_command(AnchorCommand command) {
+  command.arrival_step = steps_started_.load(std::memory_order_acquire);
+  command.arrival_ns = steady_ns();
   {
     std::lock_guard lock(mu_);
     anchor_inbox_.push_back(std::move(command));
@@ -55,6 +65,7 @@ void Engine::process_anchor_commands() {
         c.done->set_value(pin_anchor(c.digest, c.tokens, c.serving));
         break;
       case AnchorCommand::Kind::kRevoke:
+        record_revocation(c);
         // Every request that started from the anchor ends now: none of them runs another step with it.
         for (auto& rs : active_)
           if (!rs->done && rs->anchor == c.digest) finish_request(*rs, FinishReason::kAnchorRevoked, {});
@@ -158,6 +169,8 @@ Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std
   }
   blocks_->mark_computed(seq, A);
   PinnedAnchor pinned;
+  if (config_.anchor_recheck.cadence != AnchorRecheckCadence::kSession)
+    pinned.kv_digest = hash_kv_blocks(*kv_, blocks_->block_handles(seq), A);
   pinned.seq = seq;
   pinned.tokens = tokens;
   pinned.blocks = needed;
@@ -192,6 +205,64 @@ void Engine::unpin_unused_anchors() {
     pinned_anchor_blocks_ -= it->second.blocks;
     it = anchors_.erase(it);
   }
+}
+
+void Engine::record_revocation(const AnchorCommand& c) {
+  AnchorRevocationReport report;
+  report.arrival_step = c.arrival_step;
+  report.applied_step = steps_;
+  if (auto it = anchors_.find(c.digest); it != anchors_.end() && it->second.last_attended_step >= 0) {
+    report.last_attended_step = it->second.last_attended_step;
+    report.arrival_to_last_attended_end_s = std::max(0.0, (it->second.last_attended_end_ns - c.arrival_ns) * 1e-9);
+  }
+  std::lock_guard lock(mu_);
+  revocations_[c.digest] = report;
+}
+
+Status Engine::recheck_anchor(const std::string& digest) {
+  const auto start = std::chrono::steady_clock::now();
+  auto it = anchors_.find(digest);
+  if (it == anchors_.end()) return make_coded_error("anchor_not_found", "anchor " + digest + " is not pinned");
+  Status st;
+  if (!config_.anchor_recheck.verify_signature)
+    st = make_error("the anchor re-check cadence needs a signature check");
+  else
+    st = config_.anchor_recheck.verify_signature(digest);
+  if (st.ok() && hash_kv_blocks(*kv_, blocks_->block_handles(it->second.seq),
+                                static_cast<int64_t>(it->second.tokens.size())) != it->second.kv_digest)
+    st = make_coded_error("anchor_kv_mismatch", "the K/V blocks of anchor " + digest + " changed since its prefill");
+  ++anchor_rechecks_;
+  anchor_recheck_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return st;
+}
+
+void Engine::after_anchor_forward(const SchedulerStep& sched) {
+  if (anchors_.empty()) return;
+  const int64_t end_ns = steady_ns();
+  for (const ScheduledChunk& c : sched.chunks) {
+    const RequestState& rs = *c.seq->request;
+    if (rs.anchor.empty()) continue;
+    if (auto it = anchors_.find(rs.anchor); it != anchors_.end()) {
+      it->second.last_attended_step = steps_;
+      it->second.last_attended_end_ns = end_ns;
+    }
+  }
+  const AnchorRecheckCadence cadence = config_.anchor_recheck.cadence;
+  if (cadence != AnchorRecheckCadence::kBlock && cadence != AnchorRecheckCadence::kToken) return;
+  // The sequences about to sample a token: their generated count is the token's index.
+  for (Sequence* s : b_logit_seqs_) {
+    const RequestState& rs = *s->request;
+    if (rs.anchor.empty() || s->state == Sequence::State::kFinished) continue;
+    if (cadence == AnchorRecheckCadence::kBlock && s->num_generated() % kAnchorRecheckBlockTokens != 0) continue;
+    if (Status st = recheck_anchor(rs.anchor); !st.ok()) finish(*s, FinishReason::kError, st.error().message);
+  }
+}
+
+std::optional<AnchorRevocationReport> Engine::anchor_revocation(const std::string& digest) const {
+  std::lock_guard lock(mu_);
+  auto it = revocations_.find(digest);
+  if (it == revocations_.end()) return std::nullopt;
+  return it->second;
 }
 
 void Engine::build_anchor_seams(const SchedulerStep& sched) {
@@ -231,13 +302,24 @@ void Engine::accumulate_anchor_attention(const SchedulerStep& sched) {
       a.prompt_mass.assign(L * H, 0.0);
       a.generated_mass.assign(L * H, 0.0);
     }
+    const int64_t A = rs.anchor_len;
     for (int32_t row = b_cu_[i]; row < b_cu_[i + 1]; ++row) {
       const int64_t position = s.num_computed + (row - b_cu_[i]);
       const bool generated = position >= s.prompt_len;
       std::vector<double>& sums = generated ? a.generated_mass : a.prompt_mass;
       ++(generated ? a.generated_queries : a.prompt_queries);
+      const int64_t bucket = std::bit_width(static_cast<uint64_t>(position - A + 1)) - 1;
+      if (static_cast<int64_t>(a.distance_queries.size()) <= bucket) {
+        a.distance_queries.resize(bucket + 1, 0);
+        a.distance_mass.resize((bucket + 1) * L * H, 0.0);
+      }
+      ++a.distance_queries[bucket];
       for (int64_t l = 0; l < L; ++l)
-        for (int64_t h = 0; h < H; ++h) sums[l * H + h] += b_probe_mass_[(l * T + row) * H + h];
+        for (int64_t h = 0; h < H; ++h) {
+          const double m = b_probe_mass_[(l * T + row) * H + h];
+          sums[l * H + h] += m;
+          a.distance_mass[(bucket * L + l) * H + h] += m;
+        }
     }
   }
 }
@@ -249,6 +331,10 @@ std::optional<AnchorAttention> Engine::anchor_attention(const std::string& diges
   AnchorAttention mean = it->second;  // sums -> means
   for (double& m : mean.prompt_mass) m = mean.prompt_queries ? m / mean.prompt_queries : 0.0;
   for (double& m : mean.generated_mass) m = mean.generated_queries ? m / mean.generated_queries : 0.0;
+  const size_t per_bucket = static_cast<size_t>(mean.n_layer) * mean.n_head;
+  for (size_t b = 0; b < mean.distance_queries.size(); ++b)
+    for (size_t i = 0; i < per_bucket; ++i)
+      if (mean.distance_queries[b]) mean.distance_mass[b * per_bucket + i] /= mean.distance_queries[b];
   return mean;
 }
 
