@@ -19,22 +19,24 @@ template <size_t N>
 const char* pick(const std::array<const char*, N>& a, uint64_t i) {
   return a[i % N];
 }
-
 }  // namespace
 
+constexpr std::array<const char*, 8> kDays = {"day", "morning", "evening", "week", "summer", "winter", "spring", "night"};
+
 std::string fact_sentence(uint64_t index) {
-  const uint64_t i = index;
-  const char* who = pick(kNames, i);
-  switch ((i / kNames.size()) % 4) {
+  // Mixed radix, so that indices below 16 * 4 * 8 * 8 * 15 = 61,440 give distinct sentences.
+  const uint64_t who = index % 16, form = (index / 16) % 4, x = (index / 64) % 8, y = (index / 512) % 8,
+                 z = (index / 4096) % 15;
+  const std::string a = kNames[who], b = kNames[(who + 1 + z) % 16];
+  switch (form) {
     case 0:
-      return std::string(who) + " has a " + pick(kPets, i / 3) + " named " + pick(kNames, i + 5) + ". " +
-             pick(kNames, i + 5) + " is " + pick(kColors, i / 7) + ".";
+      return a + " has a " + kPets[x] + " named " + b + ". " + b + " is " + kColors[y] + ".";
     case 1:
-      return std::string(who) + " likes the " + pick(kColors, i / 5) + " " + pick(kThings, i / 2) + ".";
+      return a + " likes the " + kColors[x] + " " + kThings[y] + " of " + b + ".";
     case 2:
-      return std::string(who) + " lives near the " + pick(kPlaces, i / 3) + " with " + pick(kNames, i + 3) + ".";
+      return a + " lives near the " + kPlaces[x] + " with " + b + " and a " + kThings[y] + ".";
     default:
-      return std::string(who) + " and " + pick(kNames, i + 7) + " play in the " + pick(kPlaces, i / 5) + " every day.";
+      return a + " and " + b + " play in the " + kPlaces[x] + " every " + kDays[y] + ".";
   }
 }
 

@@ -391,11 +391,11 @@ void Engine::run_batch(const SchedulerStep& sched) {
     return;
   }
   accumulate_anchor_attention(sched);
-  after_anchor_forward(sched);
   for (const ScheduledChunk& c : sched.chunks) {
     c.seq->num_computed += c.num_tokens;
     blocks_->mark_computed(c.seq->id, c.seq->num_computed);
   }
+  after_anchor_forward(sched);  // may finish sequences (a failed benchmark re-check): after their blocks' update
   const int64_t n_vocab = model_.hparams().n_vocab;
   for (size_t r = 0; r < b_logit_seqs_.size(); ++r) {
     Sequence& s = *b_logit_seqs_[r];

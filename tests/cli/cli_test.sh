@@ -154,6 +154,28 @@ PAGODA_ISA=sse9 timeout 10 "$pagoda" version >/dev/null 2>&1 && bad "PAGODA_ISA=
 p=$(PAGODA_ISA=portable timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --format json 2>/dev/null | tail -n 1)
 [ "$p" = "$run_json" ] && ok || bad "PAGODA_ISA=portable output differs: $p"
 
+# --- bench anchors: the CI-sized run checks its own invariants (KV bytes formula, Gate 0 of the fact probes,
+# continuity, revocation) and exits 1 when one fails; every kind of result is printed; bad axes are named.
+out=$(timeout 120 "$pagoda" bench anchors "$model" --quick --format json --plot "$tmp/anchor_plots" 2>/dev/null)
+rc=$?
+[ $rc -eq 0 ] && ok || bad "bench anchors --quick exited $rc: $(echo "$out" | tail -n 1)"
+echo "$out" | tail -n 1 | grep -qE '^\{"kind":"checks","passed":[1-9][0-9]*,"failed":0,' && ok || bad "bench anchors checks: $(echo "$out" | tail -n 1)"
+for kind in cell capacity cadence facts attention drift continuity revocation; do
+  echo "$out" | grep -q "^{\"kind\":\"$kind\"" && ok || bad "bench anchors printed no $kind"
+done
+for mode in none text text-cached text-cached-evicted anchor anchor-layers rag; do
+  echo "$out" | grep -q "\"kind\":\"cell\".*\"mode\":\"$mode\"" && ok || bad "bench anchors: no $mode cell"
+done
+echo "$out" | grep '"mode":"anchor"' | grep -q '"pinned_bytes":[1-9]' && ok || bad "bench anchors: anchor cells pin nothing"
+for f in latency_vs_anchor_length throughput_vs_concurrency capacity_vs_anchor_length cadence_slowdown; do
+  grep -q '<svg' "$tmp/anchor_plots/$f.svg" 2>/dev/null && ok || bad "bench anchors --plot: no $f.svg"
+done
+expect_error "bench anchors mode" "unknown mode 'anchors'" -- bench anchors "$model" --modes anchors
+expect_error "bench anchors cadence" "unknown verification cadence 'hourly'" -- bench anchors "$model" --cadence hourly
+expect_error "bench anchors layers" "--anchor-layers: '9'" -- bench anchors "$model" --anchor-layers 9
+expect_error "bench anchors concurrency" "--concurrency: 'many'" -- bench anchors "$model" --concurrency many
+expect_error "bench anchors context" "exceeds the model's context" -- bench anchors "$model" --contexts 100000
+
 # --- bench serve (load generator) and serve: flag and reachability errors; the server itself is tested in tests/server
 expect_error "bench serve nothing listening" "cannot connect" -- bench serve --base-url http://127.0.0.1:9 --model m
 expect_error "bench serve concurrency 0" "concurrency" -- bench serve --base-url http://127.0.0.1:9 --model m --concurrency 1,0
