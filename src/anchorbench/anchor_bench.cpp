@@ -87,9 +87,12 @@ class CellRunner {
       w.e2e.push_back(ms_between(t0, times[c].back()));
       for (size_t k = 1; k < times[c].size(); ++k) w.itl.push_back(ms_between(times[c][k - 1], times[c][k]));
       w.tokens += static_cast<int64_t>(times[c].size());
-      w.decode_tokens += static_cast<int64_t>(times[c].size()) - 1;
       last_first = std::max(last_first, times[c].front());
     }
+    // Steady decode: the tokens that came after every request had its first one, over that time (no prefill runs
+    // then, so this is the decode rate at concurrency C).
+    for (int32_t c = 0; c < count; ++c)
+      w.decode_tokens += std::count_if(times[c].begin(), times[c].end(), [&](auto t) { return t > last_first; });
     w.seconds = ms_between(t0, t_end) / 1e3;
     w.decode_seconds = ms_between(last_first, t_end) / 1e3;
     w.peak_used_blocks = peak;

@@ -61,7 +61,7 @@ struct CellResult {
   int64_t requests = 0;
   loadgen::LatencySummary ttft_ms, itl_ms, e2e_ms;
   double output_tok_s = 0;   // every generated token over the waves' time
-  double decode_tok_s = 0;   // tokens after each request's first, over the time after the wave's last first token
+  double decode_tok_s = 0;   // tokens generated after the wave's last first token, over the time after it
   int64_t prefill_tokens_computed = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t preemptions = 0;
