@@ -29,11 +29,11 @@ if rows["cell"]:
               f"{f(c['anchor_kv_bytes_formula']/1024)} | {f(c['pinned_bytes']/1024)} | {c['prefix_hit_tokens']} |")
     print()
 if rows["cadence"]:
-    base = {(c["anchor_tokens"], c["concurrency"]): c for c in rows["cadence"] if c["cadence"] == "session"}
+    base = {(c["model"], c["anchor_tokens"], c["concurrency"]): c for c in rows["cadence"] if c["cadence"] == "session"}
     print("| A | C | cadence | decode tok/s | ITL p50 / p99 (ms) | re-checks | re-check time (s) | slowdown vs session (decode tok/s) |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|")
     for c in rows["cadence"]:
-        b = base.get((c["anchor_tokens"], c["concurrency"]))
+        b = base.get((c["model"], c["anchor_tokens"], c["concurrency"]))
         slow = b["decode_tok_s"] / c["decode_tok_s"] if b and c["decode_tok_s"] else float("nan")
         print(f"| {c['anchor_tokens']} | {c['concurrency']} | {c['cadence']} | {f(c['decode_tok_s'])} | "
               f"{f(c['itl_ms']['p50'],2)} / {f(c['itl_ms']['p99'],2)} | {c['rechecks']} | {f(c['recheck_seconds'],3)} | {slow:.2f}x |")

@@ -238,8 +238,7 @@ std::string bench_anchor_text(const Model& model, int32_t anchor_tokens, uint64_
 
 std::string rag_query_for(const std::string& anchor_text) {
   // The anchor's first sentence: what a user asking about those facts would share with it.
-  const size_t dot = anchor_text.find('.');
-  return dot == std::string::npos ? anchor_text : anchor_text.substr(0, dot + 1);
+  return first_sentence(anchor_text);
 }
 
 Result<CellResult> run_cell(const BenchSetup& setup, const CellSpec& spec, const ProgressFn& progress) {

@@ -6,11 +6,16 @@
 
 namespace pagoda::anchorbench {
 
+std::string first_sentence(const std::string& text) {
+  const size_t dot = text.find('.');
+  return dot == std::string::npos ? text : text.substr(0, dot + 1);
+}
+
 SnippetStore::SnippetStore(const Model& model, std::vector<std::string> texts)
     : model_(model), texts_(std::move(texts)), dim_(model.hparams().n_embd) {
   vectors_.reserve(texts_.size() * dim_);
   for (const std::string& t : texts_) {
-    const std::vector<float> v = embed(t);
+    const std::vector<float> v = embed(first_sentence(t));
     vectors_.insert(vectors_.end(), v.begin(), v.end());
   }
 }

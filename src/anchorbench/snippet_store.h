@@ -1,6 +1,7 @@
-// The rag mode's store: snippets embedded with the served model's own token embeddings (the mean of the
-// embedding rows of the snippet's tokens, L2-normalised: cheap, no second model) and searched exactly by cosine
-// similarity. Exact search over 1,000 vectors is a matrix-vector product (well under a millisecond at n_embd 768),
+// The rag mode's store: each snippet is indexed under its first sentence (its key: short keys keep a long memory
+// findable, where the mean over a whole long text drowns any one query), embedded with the served model's own token
+// embeddings (the mean of the key tokens' embedding rows, L2-normalised: cheap, no second model), searched exactly
+// by cosine similarity, and the whole snippet is returned. Exact search over 1,000 vectors is a matrix-vector product (well under a millisecond at n_embd 768),
 // so no approximate index is needed at this size.
 #pragma once
 
@@ -12,9 +13,12 @@
 
 namespace pagoda::anchorbench {
 
+// The text up to and including its first '.', or all of it.
+std::string first_sentence(const std::string& text);
+
 class SnippetStore {
  public:
-  // Embeds every text (tokenized without BOS).
+  // Embeds every text's key (tokenized without BOS).
   SnippetStore(const Model& model, std::vector<std::string> texts);
 
   struct Hit {
