@@ -356,11 +356,16 @@ int run(AnchorBenchOptions o) {
   if (!layers.ok()) return fail(layers.error().message);
   auto pool_bytes = parse_memory_size(o.kv_cache_mem);
   if (!pool_bytes.ok()) return fail("--kv-cache-mem: " + pool_bytes.error().message);
-  for (int64_t T : o.contexts)
-    if (T + o.gen + (o.anchor_lengths.empty() ? 0 : *std::max_element(o.anchor_lengths.begin(), o.anchor_lengths.end())) + 1 >
-        m.hparams().n_ctx_train)
-      return fail("--contexts: " + std::to_string(T) + " plus the longest anchor and --gen exceeds the model's context of " +
+  // The contexts that will run must fit the model: every one for the cells, the first for the cadence ablation.
+  auto longest = [](const std::vector<int32_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); };
+  for (size_t i = 0; i < o.contexts.size(); ++i) {
+    const bool cells = !o.skip_cells, cadence = i == 0 && !cadences.empty();
+    const int64_t A = std::max(cells ? longest(o.anchor_lengths) : 0, cadence ? longest(o.cadence_lengths) : 0);
+    if ((cells || cadence) && o.contexts[i] + o.gen + A + 1 > m.hparams().n_ctx_train)
+      return fail("--contexts: " + std::to_string(o.contexts[i]) +
+                  " plus the longest anchor and --gen exceeds the model's context of " +
                   std::to_string(m.hparams().n_ctx_train));
+  }
 
   auto signer = BenchAnchorSigner::create(o.model_path, m);
   if (!signer.ok()) return fail(signer.error().message);
