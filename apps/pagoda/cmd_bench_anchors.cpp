@@ -1,12 +1,17 @@
 // pagoda bench anchors MODEL [--modes ...] [--anchor-lengths ...] [--contexts ...] [--concurrency ...] [--cadence ...]
+//                            [--base-url URL --admin-api-key KEY --anchor-key NAME.key] [--peer-url URL]
 //                            [--functional] [--quick] [--format json] [--plot DIR]
-// The anchor benchmark on an in-process engine (no HTTP): serving cells (TTFT, ITL, end-to-end latency, tok/s, KV
-// bytes per request) for every mode x anchor length x context x concurrency x KV dtype, the pool's capacity, the
-// verification-cadence ablation, and the functional metrics. The measurements are in src/anchorbench/; this file
-// runs the grid, prints it, plots it and checks the invariants. See docs/anchor-benchmark.md.
+// The anchor benchmark: serving cells (TTFT, ITL, end-to-end latency, tok/s, KV bytes per request) for every mode x
+// anchor length x context x concurrency x KV dtype, on an in-process engine or, with --base-url, through a running
+// `pagoda serve`; the peer mode through llama-server (--peer-url); the pool's capacity, the verification-cadence
+// ablation and the functional metrics (in-process: they measure the engine). The measurements are in
+// src/anchorbench/; this file runs the grid, prints it, plots it and checks the invariants. See
+// docs/anchor-benchmark.md.
 #include "cmd_bench_anchors.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +23,8 @@
 #include "anchorbench/anchor_bench.h"
 #include "anchorbench/anchor_functional.h"
 #include "anchorbench/bench_texts.h"
+#include "anchorbench/http_cell.h"
+#include "anchor_cli_util.h"
 #include "kernels/cpu/matmul.h"
 #include "kv/kv_dtype.h"
 #include "loadgen/svg_plot.h"
@@ -58,6 +65,14 @@ struct AnchorBenchOptions {
   uint64_t seed = 1;
   std::string format = "text";
   std::string plot_dir;
+  // Through HTTP.
+  std::string base_url;       // pagoda serve: the serving cells
+  std::string peer_url;       // llama-server: the peer mode
+  std::string api_key;        // both servers' request key
+  std::string admin_api_key;  // pagoda serve's anchor endpoints
+  std::string anchor_key;     // NAME.key that the server's --anchor-trust-root names (anchor role)
+  double timeout_s = 600;
+  bool modes_given = false;
 };
 
 // "0-3,6" -> the layers it names, as a [n_layer] visibility mask.
@@ -91,6 +106,7 @@ nlohmann::ordered_json summary_json(const LatencySummary& s) {
 nlohmann::ordered_json cell_json(const CellResult& r, const std::string& model, const char* kind) {
   nlohmann::ordered_json j = {{"kind", kind},
                               {"model", model},
+                              {"transport", r.transport},
                               {"isa", matmul_isa_name()},
                               {"mode", bench_mode_name(r.spec.mode)},
                               {"anchor_tokens", r.anchor_tokens},
@@ -112,6 +128,17 @@ nlohmann::ordered_json cell_json(const CellResult& r, const std::string& model, 
                               {"kv_bytes_per_request_formula", r.kv_bytes_per_request_formula},
                               {"anchor_kv_bytes_formula", r.anchor_kv_bytes_formula},
                               {"pinned_bytes", r.pinned_bytes}};
+  if (r.transport == "http") {
+    // The server's engine is not visible from here: its cache type, prefill count and block use are not measured.
+    for (const char* k : {"kv_cache_dtype", "prefill_tokens_computed", "kv_bytes_per_request",
+                          "kv_bytes_per_request_formula", "anchor_kv_bytes_formula", "pinned_bytes"})
+      j.erase(k);
+    j["server"] = r.spec.mode == BenchMode::kPeer ? "llama-server" : "pagoda";
+    if (r.spec.mode == BenchMode::kPeer) {
+      j.erase("prefix_hit_tokens");
+      j.erase("preemptions");
+    }
+  }
   if (mode_has_anchor(r.spec.mode)) {
     j["anchor_verify_ms"] = r.anchor_verify_ms;
     j["anchor_prefill_ms"] = r.anchor_prefill_ms;
@@ -141,7 +168,8 @@ class Report {
                     "formula_KiB");
         header_printed_ = true;
       }
-      std::printf("%-8s %-20s %5d %6lld %4d %-5s %8s %9.2f %9.2f %8.2f %8.2f %9.1f %10.1f %10.1f\n", kind,
+      std::printf("%-8s %-20s %5d %6lld %4d %-5s %8s %9.2f %9.2f %8.2f %8.2f %9.1f %10.1f %10.1f\n",
+                  r.transport == "http" ? "http" : kind,
                   bench_mode_name(r.spec.mode), r.anchor_tokens, static_cast<long long>(r.spec.context_tokens),
                   r.spec.concurrency, r.kv_dtype.c_str(), anchor_recheck_cadence_name(r.spec.cadence),
                   r.ttft_ms.median, r.ttft_ms.p99, r.itl_ms.median, r.itl_ms.p99, r.output_tok_s,
@@ -192,6 +220,14 @@ std::string cell_name(const CellResult& r) { return cell_name(r.spec, r.anchor_t
 
 void check_cell(Checks& checks, const CellResult& r, int32_t block_size) {
   const BenchMode m = r.spec.mode;
+  if (r.transport == "http") {
+    // What /metrics tells: a warm text of at least one block is found, a salted one never.
+    if (m == BenchMode::kTextCached && r.anchor_tokens >= block_size)
+      checks.expect(r.prefix_hit_tokens > 0, cell_name(r) + " (http): the warm prefix cache gave no hit");
+    if (m == BenchMode::kText)
+      checks.expect(r.prefix_hit_tokens == 0, cell_name(r) + " (http): salted text requests hit the prefix cache");
+    return;
+  }
   // KV bytes per request: the pool's blocks in use match the block count of the formula's tokens (anchor: the
   // request's own tokens only; text: anchor text + own; none: own), within one block of rounding per request.
   if ((m == BenchMode::kNone || m == BenchMode::kText || mode_has_anchor(m)) && r.spec.gen_tokens >= 4)
@@ -367,7 +403,67 @@ int run(AnchorBenchOptions o) {
                   std::to_string(m.hparams().n_ctx_train));
   }
 
-  auto signer = BenchAnchorSigner::create(o.model_path, m);
+  // Through HTTP: pagoda serve for the serving cells, llama-server for the peer mode.
+  const bool over_http = !o.base_url.empty();
+  if (!o.peer_url.empty() && std::find(modes->begin(), modes->end(), BenchMode::kPeer) == modes->end())
+    modes->push_back(BenchMode::kPeer);
+  const bool want_peer = std::find(modes->begin(), modes->end(), BenchMode::kPeer) != modes->end();
+  if (want_peer && o.peer_url.empty()) return fail("--modes peer needs --peer-url (a llama-server)");
+  if (over_http) {
+    auto layers_mode = std::find(modes->begin(), modes->end(), BenchMode::kAnchorLayers);
+    if (layers_mode != modes->end()) {
+      if (o.modes_given)
+        return fail("--base-url: anchor-layers runs in-process only (the HTTP API has no per-anchor layer mask)");
+      std::fprintf(stderr, "pagoda: --base-url: anchor-layers runs in-process only; left out of the default modes\n");
+      modes->erase(layers_mode);
+    }
+    if (dtypes.size() > 1)
+      return fail("--base-url: the server's KV cache type is set when it starts (pagoda serve --kv-cache-dtype): "
+                  "give one --kv-cache-dtype or none");
+    if (std::find(modes->begin(), modes->end(), BenchMode::kAnchor) != modes->end() &&
+        (o.anchor_key.empty() || o.admin_api_key.empty()))
+      return fail("--base-url with the anchor mode needs --anchor-key (a key the server's --anchor-trust-root names "
+                  "in its anchor role) and --admin-api-key (the server's)");
+  }
+  std::optional<Ed25519KeyPair> anchor_key;
+  if (!o.anchor_key.empty()) {
+    auto key = read_secret_key(o.anchor_key);
+    if (!key.ok()) return fail("--anchor-key: " + key.error().message);
+    anchor_key = *key;
+  }
+  const std::string run_id = [] {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%llx-%x",
+                  static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()),
+                  static_cast<unsigned>(getpid()));
+    return std::string(buf);
+  }();
+  auto make_target = [&](const std::string& url, HttpTarget::Kind kind) -> Result<HttpTarget> {
+    auto endpoint = loadgen::parse_base_url(url);
+    if (!endpoint.ok()) return endpoint.error();
+    HttpTarget t;
+    t.kind = kind;
+    t.client.endpoint = *endpoint;
+    t.client.api_key = o.api_key;
+    t.client.timeout_s = o.timeout_s;
+    t.admin_api_key = o.admin_api_key;
+    t.run_id = "bench-" + run_id;
+    if (Status st = resolve_served_model(t); !st.ok()) return st.error();
+    return t;
+  };
+  std::optional<HttpTarget> base_target, peer_target;
+  if (over_http) {
+    auto t = make_target(o.base_url, HttpTarget::Kind::kPagoda);
+    if (!t.ok()) return fail("--base-url: " + t.error().message);
+    base_target = std::move(*t);
+  }
+  if (want_peer) {
+    auto t = make_target(o.peer_url, HttpTarget::Kind::kLlamaServer);
+    if (!t.ok()) return fail("--peer-url: " + t.error().message);
+    peer_target = std::move(*t);
+  }
+
+  auto signer = BenchAnchorSigner::create(o.model_path, m, anchor_key ? &*anchor_key : nullptr);
   if (!signer.ok()) return fail(signer.error().message);
   BenchSetup setup;
   setup.model = &m;
@@ -384,6 +480,12 @@ int run(AnchorBenchOptions o) {
   Checks checks;
   auto prog = [](const std::string& line) { progress(line); };
   auto done_progress = [] { end_progress(); };
+  // A serving cell where its mode runs: llama-server for the peer, pagoda serve with --base-url, else in-process.
+  auto run_serving_cell = [&](const CellSpec& spec) -> Result<CellResult> {
+    if (spec.mode == BenchMode::kPeer) return run_http_cell(setup, *peer_target, spec, prog);
+    if (over_http) return run_http_cell(setup, *base_target, spec, prog);
+    return run_cell(setup, spec, prog);
+  };
 
   std::vector<CellResult> cells, cadence_cells;
   std::vector<CapacityResult> capacity;
@@ -392,6 +494,8 @@ int run(AnchorBenchOptions o) {
     setup.engine.kv_cache_dtype = dtype;
     for (int64_t T : o.contexts)
       for (BenchMode mode : *modes) {
+        // A server's cache type is its own: HTTP cells run once, not per --kv-cache-dtype.
+        if ((over_http || mode == BenchMode::kPeer) && dtype != dtypes.front()) continue;
         std::vector<int32_t> lengths = mode == BenchMode::kNone ? std::vector<int32_t>{0} : o.anchor_lengths;
         for (int32_t A : lengths) {
           if (mode != BenchMode::kNone && A < 2) continue;  // A = 0 is the none mode
@@ -406,7 +510,7 @@ int run(AnchorBenchOptions o) {
           std::vector<std::pair<int32_t, double>> p99_by_c;  // (C, TTFT p99) of this row, for the saturation search
           for (int32_t C : concs) {
             CellSpec spec{mode, A, T, C, o.gen, o.waves, AnchorRecheckCadence::kSession};
-            auto r = run_cell(setup, spec, prog);
+            auto r = run_serving_cell(spec);
             done_progress();
             if (!r.ok()) return fail(cell_name(spec, spec.anchor_tokens) + ": " + r.error().message);
             if (o.check) check_cell(checks, *r, o.block_size);
@@ -420,7 +524,7 @@ int run(AnchorBenchOptions o) {
             auto c1 = std::find_if(p99_by_c.begin(), p99_by_c.end(), [](auto p) { return p.first == 1; });
             double ttft_p99_c1 = c1 == p99_by_c.end() ? 0.0 : c1->second;
             if (c1 == p99_by_c.end()) {
-              auto r = run_cell(setup, CellSpec{mode, A, T, 1, o.gen, o.waves, AnchorRecheckCadence::kSession}, prog);
+              auto r = run_serving_cell(CellSpec{mode, A, T, 1, o.gen, o.waves, AnchorRecheckCadence::kSession});
               done_progress();
               if (!r.ok()) return fail(r.error().message);
               ttft_p99_c1 = r->ttft_ms.p99;
@@ -437,7 +541,7 @@ int run(AnchorBenchOptions o) {
               below = std::max(below, C);
             }
             for (int32_t C = std::max(2, below * 2); !found && C <= 1024; C *= 2) {
-              auto r = run_cell(setup, CellSpec{mode, A, T, C, o.gen, 1, AnchorRecheckCadence::kSession}, prog);
+              auto r = run_serving_cell(CellSpec{mode, A, T, C, o.gen, 1, AnchorRecheckCadence::kSession});
               done_progress();
               if (!r.ok()) return fail(r.error().message);
               if (r->ttft_ms.p99 > 10 * ttft_p99_c1) {
@@ -448,7 +552,8 @@ int run(AnchorBenchOptions o) {
               }
             }
             // Saturation lies in (below, found]: the largest concurrency measured under the limit, and the first over.
-            report.object({{"kind", "saturation"}, {"mode", bench_mode_name(mode)}, {"anchor_tokens", A},
+            report.object({{"kind", "saturation"}, {"transport", over_http || mode == BenchMode::kPeer ? "http" : "in-process"},
+                           {"mode", bench_mode_name(mode)}, {"anchor_tokens", A},
                            {"context_tokens", T}, {"kv_cache_dtype", kv_dtype_name(dtype)},
                            {"ttft_p99_c1_ms", ttft_p99_c1}, {"largest_under_10x", below},
                            {"saturation_concurrency", found}, {"ttft_p99_ms_there", at}});
@@ -585,8 +690,10 @@ void add_bench_anchors_command(CLI::App& bench, Action& action) {
   CLI::App* cmd = bench.add_subcommand("anchors", "What verified anchors cost and do (docs/anchor-benchmark.md)");
   cmd->add_option("model", o->model_path, "Model file (GGUF)")->required();
   cmd->add_option("--modes", o->modes,
-                  "Modes: none, text, text-cached (warm and evicted), text-cached-evicted, anchor, anchor-layers, rag")
-      ->delimiter(',');
+                  "Modes: none, text, text-cached (warm and evicted), text-cached-evicted, anchor, anchor-layers, rag, "
+                  "peer (llama-server, --peer-url)")
+      ->delimiter(',')
+      ->each([o](const std::string&) { o->modes_given = true; });
   cmd->add_option("--anchor-lengths", o->anchor_lengths, "Anchor tokens A, BOS included (default 8,32,128,512)")
       ->delimiter(',')
       ->check(CLI::Range(0, 4096));
@@ -631,6 +738,17 @@ void add_bench_anchors_command(CLI::App& bench, Action& action) {
   cmd->add_option("--seed", o->seed, "Seed of the requests and texts (default 1)");
   cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--plot", o->plot_dir, "Write SVG plots into this folder");
+  cmd->add_option("--base-url", o->base_url,
+                  "Run the serving cells through a running `pagoda serve` at this URL (HTTP costs included)");
+  cmd->add_option("--peer-url", o->peer_url,
+                  "llama-server at this URL for the peer mode: the anchor text as a cached prompt prefix (cache_prompt)");
+  cmd->add_option("--api-key", o->api_key, "The servers' API key (sent as a Bearer token)");
+  cmd->add_option("--admin-api-key", o->admin_api_key, "--base-url: pagoda serve's --admin-api-key (anchor endpoints)");
+  cmd->add_option("--anchor-key", o->anchor_key,
+                  "--base-url: NAME.key (pagoda anchor keygen) that signs the anchors; the server's trust root must "
+                  "name it in its anchor role");
+  cmd->add_option("--timeout", o->timeout_s, "HTTP: longest wait for a connection or the next bytes (default 600 s)")
+      ->check(CLI::Range(0.1, 86400.0));
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }
 

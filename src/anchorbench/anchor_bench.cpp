@@ -17,16 +17,10 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// The request's own tokens: the same for every mode (seeded by the request's index), ids past the control tokens.
 std::vector<int32_t> own_tokens(const Model& m, uint64_t seed, int64_t request, int64_t n) {
-  Rng rng(seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(request) + 1);
-  std::vector<int32_t> ids(n);
-  const uint64_t span = static_cast<uint64_t>(m.hparams().n_vocab - 3);
-  for (auto& id : ids) id = static_cast<int32_t>(3 + rng.next_u64() % span);
-  return ids;
+  return bench_own_tokens(m, seed, request, n);
 }
-
-std::vector<int32_t> bos_tokens(const Model& m) { return m.tokenizer().encode("", /*add_special=*/true, false); }
+std::vector<int32_t> bos_tokens(const Model& m) { return bench_bos_tokens(m); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -138,6 +132,7 @@ class CellRunner {
       case BenchMode::kText:
       case BenchMode::kTextCached:
       case BenchMode::kTextCachedEvicted:
+      case BenchMode::kPeer:
         r.prompt = prep_.text_tokens;
         break;
       case BenchMode::kAnchor:
@@ -195,6 +190,16 @@ Status activate(Engine& e, const BenchSetup& setup, BenchMode mode, Prepared* pr
 
 }  // namespace
 
+std::vector<int32_t> bench_own_tokens(const Model& m, uint64_t seed, int64_t request, int64_t n) {
+  Rng rng(seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(request) + 1);
+  std::vector<int32_t> ids(n);
+  const uint64_t span = static_cast<uint64_t>(m.hparams().n_vocab - 3);
+  for (auto& id : ids) id = static_cast<int32_t>(3 + rng.next_u64() % span);
+  return ids;
+}
+
+std::vector<int32_t> bench_bos_tokens(const Model& m) { return m.tokenizer().encode("", /*add_special=*/true, false); }
+
 const char* bench_mode_name(BenchMode m) {
   switch (m) {
     case BenchMode::kNone: return "none";
@@ -204,6 +209,7 @@ const char* bench_mode_name(BenchMode m) {
     case BenchMode::kAnchor: return "anchor";
     case BenchMode::kAnchorLayers: return "anchor-layers";
     case BenchMode::kRag: return "rag";
+    case BenchMode::kPeer: return "peer";
   }
   return "?";
 }
@@ -216,7 +222,7 @@ Result<std::vector<BenchMode>> parse_bench_modes(const std::vector<std::string>&
   for (const std::string& n : names) {
     bool found = false;
     for (BenchMode m : {BenchMode::kNone, BenchMode::kText, BenchMode::kTextCached, BenchMode::kTextCachedEvicted,
-                        BenchMode::kAnchor, BenchMode::kAnchorLayers, BenchMode::kRag})
+                        BenchMode::kAnchor, BenchMode::kAnchorLayers, BenchMode::kRag, BenchMode::kPeer})
       if (n == bench_mode_name(m)) {
         add(m);
         if (m == BenchMode::kTextCached) add(BenchMode::kTextCachedEvicted);
@@ -224,7 +230,7 @@ Result<std::vector<BenchMode>> parse_bench_modes(const std::vector<std::string>&
       }
     if (!found)
       return make_error("unknown mode '" + n +
-                        "' (none, text, text-cached, text-cached-evicted, anchor, anchor-layers, rag)");
+                        "' (none, text, text-cached, text-cached-evicted, anchor, anchor-layers, rag, peer)");
   }
   return out;
 }
@@ -252,6 +258,7 @@ Result<CellResult> run_cell(const BenchSetup& setup, const CellSpec& spec, const
   if (mode == BenchMode::kRag && !setup.store) return make_error("rag needs a snippet store");
   if (spec.cadence != AnchorRecheckCadence::kSession && !mode_has_anchor(mode))
     return make_error("a verification cadence applies to the anchor modes only");
+  if (mode == BenchMode::kPeer) return make_error("the peer mode runs against llama-server (--peer-url)");
 
   Prepared prep;
   if (mode != BenchMode::kNone) {

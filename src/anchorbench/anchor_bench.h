@@ -12,6 +12,8 @@
 //   anchor-layers        the same, visible only to the layers of BenchSetup::visible_layers
 //   rag                  the text retrieved per request from a store of snippets (SnippetStore), then pasted as
 //                        text with the prefix cache on; retrieval is timed on its own
+//   peer                 llama-server with the text as a cached prompt prefix (cache_prompt): HTTP only, in
+//                        http_cell.h, which also runs the other modes through `pagoda serve`
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,7 @@
 
 namespace pagoda::anchorbench {
 
-enum class BenchMode { kNone, kText, kTextCached, kTextCachedEvicted, kAnchor, kAnchorLayers, kRag };
+enum class BenchMode { kNone, kText, kTextCached, kTextCachedEvicted, kAnchor, kAnchorLayers, kRag, kPeer };
 const char* bench_mode_name(BenchMode m);
 // One name; "text-cached" means both text-cached and text-cached-evicted.
 Result<std::vector<BenchMode>> parse_bench_modes(const std::vector<std::string>& names);
@@ -56,7 +58,9 @@ struct CellSpec {
 
 struct CellResult {
   CellSpec spec;
-  std::string kv_dtype;
+  std::string transport = "in-process";  // or "http" (http_cell.h): then the engine-side fields below stay 0
+  std::string kv_dtype;                  // http: what the server was started with is not known here: ""
+
   int32_t anchor_tokens = 0;  // the anchor text's actual token count (0 for none)
   int64_t requests = 0;
   loadgen::LatencySummary ttft_ms, itl_ms, e2e_ms;
@@ -104,6 +108,11 @@ struct CapacityResult {
 };
 Result<CapacityResult> measure_capacity(const BenchSetup& setup, BenchMode mode, int32_t anchor_tokens,
                                         int64_t context_tokens, int64_t gen_tokens, int64_t num_blocks);
+
+// Request `request`'s own n tokens: the same in every mode and transport (seeded by the index), ids past the
+// control tokens. And the prompt of the none mode before them (BOS).
+std::vector<int32_t> bench_own_tokens(const Model& m, uint64_t seed, int64_t request, int64_t n);
+std::vector<int32_t> bench_bos_tokens(const Model& m);
 
 // The anchor text a run uses for length A (deterministic), and the rag query that should retrieve it.
 std::string bench_anchor_text(const Model& model, int32_t anchor_tokens, uint64_t seed);

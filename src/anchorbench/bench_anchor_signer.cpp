@@ -13,13 +13,14 @@ uint64_t unix_now() {
 }
 }  // namespace
 
-Result<BenchAnchorSigner> BenchAnchorSigner::create(const std::string& model_path, const Model& model) {
+Result<BenchAnchorSigner> BenchAnchorSigner::create(const std::string& model_path, const Model& model,
+                                                    const Ed25519KeyPair* key) {
   auto digest = sha256_file(model_path);
   if (!digest.ok()) return digest.error();
   BenchAnchorSigner s;
   s.model_ = &model;
   s.model_digest_ = *digest;
-  s.key_ = ed25519_generate();
+  s.key_ = key ? *key : ed25519_generate();
   s.keyid_ = ed25519_key_id(s.key_.public_key);
   s.root_.version = 1;
   s.root_.expires = unix_now() + 86400;

@@ -1,5 +1,6 @@
-// Signed anchors for the in-process benchmark: an ephemeral Ed25519 key (generated per run, never written), an
-// in-memory trust root naming it, and real envelopes verified by the same code as `pagoda serve`
+// Signed anchors for the benchmark: an Ed25519 key (ephemeral, generated per run and never written, for the
+// in-process engine; the operator's NAME.key for a server whose trust root names it), an in-memory trust root
+// naming it, and real envelopes verified by the same code as `pagoda serve`
 // (verify_anchor_envelope). The benchmark's `anchor` mode thus pins verified anchors, and the cadence ablation's
 // re-checks run the real verification.
 #pragma once
@@ -24,8 +25,9 @@ struct SignedAnchor {
 
 class BenchAnchorSigner {
  public:
-  // Hashes the model file once (anchors are bound to it).
-  static Result<BenchAnchorSigner> create(const std::string& model_path, const Model& model);
+  // Hashes the model file once (anchors are bound to it). Without `key` an ephemeral one is generated.
+  static Result<BenchAnchorSigner> create(const std::string& model_path, const Model& model,
+                                          const Ed25519KeyPair* key = nullptr);
 
   // Signs `text` (lineage "bench/<lineage>") and verifies it.
   Result<SignedAnchor> sign_and_verify(const std::string& text, const std::string& lineage);

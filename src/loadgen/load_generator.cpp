@@ -47,7 +47,7 @@ std::string transport_error(httplib::Error err, const std::string& origin) {
 }
 
 std::string request_body(const std::string& model, const std::vector<int32_t>& prompt, int64_t max_tokens,
-                         const nlohmann::ordered_json& extra) {
+                         const nlohmann::ordered_json& extra, const nlohmann::ordered_json* per_request) {
   nlohmann::ordered_json body = {{"model", model},
                                        {"prompt", prompt},
                                        {"max_tokens", max_tokens},
@@ -56,6 +56,8 @@ std::string request_body(const std::string& model, const std::vector<int32_t>& p
                                        {"stream", true},
                                        {"stream_options", {{"include_usage", true}}}};
   for (const auto& [key, value] : extra.items()) body[key] = value;  // --extra-body: added or replaced
+  if (per_request)
+    for (const auto& [key, value] : per_request->items()) body[key] = value;
   return body.dump();
 }
 
@@ -107,12 +109,12 @@ void LoadGenerator::configure(httplib::Client& client) const {
   client.set_tcp_nodelay(true);
 }
 
-RequestRecord LoadGenerator::send(httplib::Client& client, const std::vector<int32_t>& prompt,
-                                  int64_t max_tokens) const {
+RequestRecord LoadGenerator::send(httplib::Client& client, const std::vector<int32_t>& prompt, int64_t max_tokens,
+                                  const nlohmann::ordered_json* body_fields) const {
   httplib::Request req;
   req.method = "POST";
   req.path = config_.endpoint.path_prefix + "/v1/completions";
-  req.body = request_body(config_.model, prompt, max_tokens, config_.extra_body);
+  req.body = request_body(config_.model, prompt, max_tokens, config_.extra_body, body_fields);
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "text/event-stream");
   req.set_header("Accept-Encoding", "identity");  // a compressed stream would arrive in bursts
@@ -176,8 +178,10 @@ RequestRecord LoadGenerator::send_one(const std::vector<int32_t>& prompt, int64_
 
 RoundResult LoadGenerator::run_round(int32_t concurrency, const std::vector<std::vector<int32_t>>& prompts,
                                      const std::vector<double>& arrivals_s, int64_t max_tokens,
-                                     const ProgressFn& progress) const {
+                                     const ProgressFn& progress,
+                                     const std::vector<nlohmann::ordered_json>* bodies) const {
   assert(concurrency >= 1 && arrivals_s.size() == prompts.size());
+  assert(!bodies || bodies->size() == prompts.size());
   const size_t n = prompts.size();
   RoundResult result;
   result.records.resize(n);
@@ -191,7 +195,9 @@ RoundResult LoadGenerator::run_round(int32_t concurrency, const std::vector<std:
     for (size_t i; (i = next.fetch_add(1)) < n;) {
       std::this_thread::sleep_until(
           start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals_s[i])));
-      result.records[i] = send(client, prompts[i], max_tokens);
+      const double sent_s = seconds_since(start);
+      result.records[i] = send(client, prompts[i], max_tokens, bodies ? &(*bodies)[i] : nullptr);
+      result.records[i].sent_s = sent_s;
       std::lock_guard lock(progress_mu);
       ++finished;
       if (progress) progress(finished, static_cast<int64_t>(n));

@@ -60,13 +60,17 @@ class LoadGenerator {
   RequestRecord send_one(const std::vector<int32_t>& prompt, int64_t max_tokens) const;
 
   // Sends prompts[i] no earlier than arrivals_s[i] seconds after the round starts, with at most `concurrency`
-  // requests in flight. Preconditions: concurrency >= 1, arrivals_s.size() == prompts.size().
+  // requests in flight. `bodies`, when given, holds one object per prompt whose fields are added to (or replace)
+  // that request's body after the config's extra_body (a per-request cache_salt, say).
+  // Preconditions: concurrency >= 1, arrivals_s.size() == prompts.size(), and bodies->size() == prompts.size().
   RoundResult run_round(int32_t concurrency, const std::vector<std::vector<int32_t>>& prompts,
-                        const std::vector<double>& arrivals_s, int64_t max_tokens, const ProgressFn& progress) const;
+                        const std::vector<double>& arrivals_s, int64_t max_tokens, const ProgressFn& progress,
+                        const std::vector<nlohmann::ordered_json>* bodies = nullptr) const;
 
  private:
   void configure(httplib::Client& client) const;
-  RequestRecord send(httplib::Client& client, const std::vector<int32_t>& prompt, int64_t max_tokens) const;
+  RequestRecord send(httplib::Client& client, const std::vector<int32_t>& prompt, int64_t max_tokens,
+                     const nlohmann::ordered_json* body_fields = nullptr) const;
   // Sends `req` once and reads the stream; `no_response` tells whether it failed before any response arrived.
   RequestRecord attempt(httplib::Client& client, httplib::Request& req, bool& no_response) const;
 

@@ -10,6 +10,7 @@ namespace pagoda::loadgen {
 
 struct RequestRecord {
   int64_t input_tokens = 0;          // prompt length sent
+  double sent_s = 0;                 // round start -> this request sent (run_round; 0 for send_one)
   std::optional<std::string> error;  // set when the request failed; the fields below are then not measured
   double ttft_s = 0;                 // send -> first token chunk
   double e2e_s = 0;                  // send -> end of the response

@@ -176,6 +176,35 @@ expect_error "bench anchors layers" "--anchor-layers: '9'" -- bench anchors "$mo
 expect_error "bench anchors concurrency" "--concurrency: 'many'" -- bench anchors "$model" --concurrency many
 expect_error "bench anchors context" "exceeds the model's context" -- bench anchors "$model" --contexts 100000
 
+# --- bench anchors --base-url: the serving cells through a running `pagoda serve` (HTTP, SSE, the admin API for
+# the anchor); the server's prefix-cache counters must show text-cached sharing and text (salted) not sharing.
+mkdir "$tmp/ak"
+"$pagoda" anchor keygen -o "$tmp/ak/op" >/dev/null 2>&1 &&
+  "$pagoda" anchor root --role "root=$tmp/ak/op.pub" --role "anchor=$tmp/ak/op.pub" --role "revocation=$tmp/ak/op.pub" \
+    --version 1 --expires +30d -o "$tmp/ak/root.json" >/dev/null 2>&1 && ok || bad "anchor keys for bench --base-url"
+"$pagoda" serve "$model" --port 0 --kv-cache-mem 16MiB --anchor-trust-root "$tmp/ak/root.json" --admin-api-key adm \
+  2>"$tmp/served" &
+served=$!
+for _ in $(seq 100); do grep -q "serving '" "$tmp/served" && break; sleep 0.1; done
+sport=$(grep -o "serving '.*' on http://[0-9.]*:[0-9]*" "$tmp/served" | sed 's/.*://')
+out=$(timeout 180 "$pagoda" bench anchors "$model" --base-url "http://127.0.0.1:$sport" --admin-api-key adm \
+  --anchor-key "$tmp/ak/op.key" --anchor-lengths 32 --contexts 16 --concurrency 2 -n 4 --waves 2 --capacity-blocks 0 \
+  --check --format json 2>"$tmp/bench_err")
+rc=$?
+[ $rc -eq 0 ] && ok || bad "bench anchors --base-url exited $rc: $(tail -n 3 "$tmp/bench_err")"
+echo "$out" | tail -n 1 | grep -qE '^\{"kind":"checks","passed":[1-9][0-9]*,"failed":0,' && ok || bad "bench anchors --base-url checks: $(echo "$out" | tail -n 1)"
+for mode in none text text-cached text-cached-evicted anchor rag; do
+  echo "$out" | grep "\"kind\":\"cell\".*\"mode\":\"$mode\"" | grep -q '"transport":"http"' && ok || bad "bench anchors --base-url: no http $mode cell"
+done
+echo "$out" | grep -q '"mode":"anchor-layers"' && bad "bench anchors --base-url ran anchor-layers" || ok
+expect_error "bench anchors --base-url anchor-layers" "anchor-layers" -- bench anchors "$model" \
+  --base-url "http://127.0.0.1:$sport" --modes anchor-layers --contexts 16
+expect_error "bench anchors --base-url anchor without key" "--anchor-key" -- bench anchors "$model" \
+  --base-url "http://127.0.0.1:$sport" --modes anchor --admin-api-key adm --contexts 16
+expect_error "bench anchors --peer-url nothing listening" "127.0.0.1:9" -- bench anchors "$model" \
+  --peer-url http://127.0.0.1:9 --modes none --contexts 16
+kill -TERM "$served"; wait "$served" && ok || bad "serve (bench --base-url) did not exit 0: $(tail -n 3 "$tmp/served")"
+
 # --- bench serve (load generator) and serve: flag and reachability errors; the server itself is tested in tests/server
 expect_error "bench serve nothing listening" "cannot connect" -- bench serve --base-url http://127.0.0.1:9 --model m
 expect_error "bench serve concurrency 0" "concurrency" -- bench serve --base-url http://127.0.0.1:9 --model m --concurrency 1,0

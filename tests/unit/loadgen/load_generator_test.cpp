@@ -160,6 +160,35 @@ TEST(LoadGenerator, ExtraBodyFieldsAreAddedOrReplaced) {
   EXPECT_EQ(body["stream"], true);
 }
 
+TEST(LoadGenerator, PerRequestBodyFieldsGoToTheirOwnRequestAfterTheExtraBody) {
+  StreamingHandler handler{0ms};
+  FakeServer server([&](const httplib::Request& req, httplib::Response& res) { handler(req, res); });
+  const std::vector<std::vector<int32_t>> prompts = {{11}, {12}, {13}};
+  std::vector<nlohmann::ordered_json> bodies(3, nlohmann::ordered_json::object());
+  bodies[0]["cache_salt"] = "a";
+  bodies[2]["cache_salt"] = "c";
+  bodies[2]["temperature"] = 0.25;  // replaces the extra body's value for this request only
+  const auto extra = nlohmann::ordered_json::parse(R"({"temperature": 0.5})");
+  const RoundResult round = server.client("", extra).run_round(1, prompts, {0.0, 0.0, 0.0}, 1, nullptr, &bodies);
+  ASSERT_EQ(round.records.size(), 3u);
+  ASSERT_EQ(handler.bodies.size(), 3u);
+  // One in flight: the server saw the requests in order.
+  EXPECT_EQ(handler.bodies[0]["prompt"], nlohmann::json::array({11}));
+  EXPECT_EQ(handler.bodies[0]["cache_salt"], "a");
+  EXPECT_EQ(handler.bodies[0]["temperature"], 0.5);
+  EXPECT_FALSE(handler.bodies[1].contains("cache_salt"));
+  EXPECT_EQ(handler.bodies[2]["cache_salt"], "c");
+  EXPECT_EQ(handler.bodies[2]["temperature"], 0.25);
+  // sent_s: when each request left, from the round's start; one at a time, each after the one before ended.
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(round.records[i].ok()) << *round.records[i].error;
+    EXPECT_GE(round.records[i].sent_s, 0.0);
+    EXPECT_LE(round.records[i].sent_s + round.records[i].e2e_s, round.duration_s + 1e-3);
+  }
+  EXPECT_GE(round.records[1].sent_s, round.records[0].sent_s + round.records[0].e2e_s - 1e-3);
+  EXPECT_GE(round.records[2].sent_s, round.records[1].sent_s + round.records[1].e2e_s - 1e-3);
+}
+
 TEST(LoadGenerator, WaitsForArrivalTimes) {
   StreamingHandler handler{0ms};
   FakeServer server([&](const httplib::Request& req, httplib::Response& res) { handler(req, res); });
