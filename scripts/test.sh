@@ -3,8 +3,9 @@
 #   1. Release build: unit, golden (llama.cpp outputs and tokenizer vectors in ../shared), CLI tests, and the
 #      server's end-to-end tests (OpenAI's npm client, raw HTTP, lifecycle, a 64-client load test);
 #   2. ASan+UBSan build: unit and golden tests again;
-#   3. libFuzzer: the GGUF reader, the HTTP request parsers, the anchor CBOR codec and the anchor artifacts
-#      (envelopes, payloads, revocations, roots), replaying the committed corpora and fuzzing for a bounded time.
+#   3. libFuzzer: the GGUF reader, the HTTP request parsers, the anchor CBOR codec, the anchor artifacts
+#      (envelopes, payloads, revocations, roots) and the Jinja chat-template interpreter, replaying the committed
+#      corpora (and ../shared's 60 real templates) and fuzzing for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -27,13 +28,15 @@ cmake --build build-asan -j "$jobs" --target pagoda_unit_tests pagoda_golden_tes
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs" -L 'unit|golden'
 
-echo "== fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR and anchor artifacts $((fuzz_seconds / 2))s each"
+echo "== fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR, anchor artifacts and Jinja templates $((fuzz_seconds / 2))s each"
 bash scripts/configure.sh fuzz build-fuzz
-cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_openai_request fuzz_anchor_cbor fuzz_anchor_artifacts
-for target in gguf openai anchor_cbor anchor_artifacts; do
+cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_openai_request fuzz_anchor_cbor fuzz_anchor_artifacts \
+  fuzz_jinja_template
+for target in gguf openai anchor_cbor anchor_artifacts jinja; do
   mkdir -p "build-fuzz/corpus-$target"
   cp tests/fuzz/corpus/"$target"/* "build-fuzz/corpus-$target/"
 done
+cp ../shared/templates/templates/*.jinja build-fuzz/corpus-jinja/  # real templates: seeds only, never committed here
 ./build-fuzz/tests/fuzz/fuzz_gguf_reader -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 \
   -print_final_stats=1 build-fuzz/corpus-gguf tests/fuzz/corpus/gguf 2>&1 | tail -n 15
 ./build-fuzz/tests/fuzz/fuzz_openai_request -max_total_time="$((fuzz_seconds / 2))" -max_len=8192 -rss_limit_mb=2048 \
@@ -42,4 +45,6 @@ done
   -print_final_stats=1 build-fuzz/corpus-anchor_cbor tests/fuzz/corpus/anchor_cbor 2>&1 | tail -n 15
 ./build-fuzz/tests/fuzz/fuzz_anchor_artifacts -max_total_time="$((fuzz_seconds / 2))" -max_len=16384 -rss_limit_mb=2048 \
   -print_final_stats=1 build-fuzz/corpus-anchor_artifacts tests/fuzz/corpus/anchor_artifacts 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_jinja_template -max_total_time="$((fuzz_seconds / 2))" -max_len=16384 -rss_limit_mb=2048 \
+  -timeout=10 -print_final_stats=1 build-fuzz/corpus-jinja tests/fuzz/corpus/jinja 2>&1 | tail -n 15
 echo "== all tests passed"
