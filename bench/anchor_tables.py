@@ -15,6 +15,18 @@ for path in sys.argv[1:]:
 def f(x, nd=1):
     return f"{x:.{nd}f}"
 
+http = [c for c in rows["cell"] if c.get("transport") == "http"]
+rows["cell"] = [c for c in rows["cell"] if c.get("transport") != "http"]
+if http:
+    # Through HTTP (--base-url, --peer-url): no engine-side KV accounting; prefix hits from pagoda's /metrics.
+    print("| server | mode | A | T | C | TTFT p50 / p99 (ms) | ITL p50 / p99 (ms) | E2E p50 / p99 (ms) | decode tok/s | output tok/s | prefix-hit tokens |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for c in http:
+        hits = c.get("prefix_hit_tokens", "-") if c["server"] == "pagoda" else "-"
+        print(f"| {c['server']} | {c['mode']} | {c['anchor_tokens']} | {c['context_tokens']} | {c['concurrency']} | "
+              f"{f(c['ttft_ms']['p50'])} / {f(c['ttft_ms']['p99'])} | {f(c['itl_ms']['p50'],2)} / {f(c['itl_ms']['p99'],1)} | "
+              f"{f(c['e2e_ms']['p50'])} / {f(c['e2e_ms']['p99'])} | {f(c['decode_tok_s'])} | {f(c['output_tok_s'])} | {hits} |")
+    print()
 if rows["cell"]:
     print("| mode | A | T | C | TTFT p50 / p99 (ms) | ITL p50 / p99 (ms) | E2E p50 / p99 (ms) | decode tok/s | output tok/s | KV/request measured (KiB) | formula (KiB) | anchor 2LN_kv d_h A b (KiB) | pinned (KiB) | prefix-hit tokens |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -20,6 +20,8 @@ using ojson = nlohmann::ordered_json;
 constexpr size_t kMaxQuoted = 300;
 // Requests in flight while flushing the server's prefix cache.
 constexpr int32_t kFlushConcurrency = 16;
+// The longest prompt of a flush request.
+constexpr int64_t kFlushPromptTokens = 2048;
 
 std::string quote(const std::string& s) { return s.size() <= kMaxQuoted ? s : s.substr(0, kMaxQuoted) + "..."; }
 
@@ -218,9 +220,10 @@ class HttpCellRunner {
     if (pool.num_blocks <= 0 || pool.block_size <= 0)
       return make_error("text-cached-evicted: /metrics gave no pool size (num_gpu_blocks, block_size)");
     const int64_t capacity = pool.num_blocks * pool.block_size;
-    // Prompts as long as the model allows (fewer requests for a large pool), sent 16 at a time.
+    // Prompts of at most kFlushPromptTokens (longer ones add attention work, not coverage), sent 16 at a time.
     const int64_t len = std::max<int64_t>(
-        2, std::min<int64_t>(m_.hparams().n_ctx_train - 2, std::max<int64_t>(capacity / 2, pool.block_size)));
+        2, std::min<int64_t>({m_.hparams().n_ctx_train - 2, kFlushPromptTokens,
+                              std::max<int64_t>(capacity / 2, pool.block_size)}));
     Wave w;
     for (int64_t done = 0; done < capacity + spec_.anchor_tokens + pool.block_size; done += len) {
       std::vector<int32_t> prompt = bench_bos_tokens(m_);
