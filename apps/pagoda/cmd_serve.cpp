@@ -1,5 +1,6 @@
 // pagoda serve MODEL.gguf [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-keys-file FILE]
-//                         [--served-model-name NAME] [--max-queue N] [--chat-template NAME]
+//                         [--served-model-name NAME] [--max-queue N]
+//                         [--chat-template NAME | --chat-template-file F] [--chat-template-kwargs JSON]
 //                         [--shutdown-timeout S] [engine flags]
 //                         [--anchor-trust-root ROOT.json [--anchor-state-dir DIR] [--anchor FILE]...
 //                          [--admin-api-key KEY] [--anchor-max-tokens N] [--anchor-max-pinned-frac F]]
@@ -15,7 +16,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "api/chat_template.h"
+#include "chat_template_flags.h"
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine_flags.h"
@@ -34,7 +35,7 @@ struct ServeOptions {
   std::string api_keys_file;
   std::string served_model_name;
   int32_t max_queue = 256;
-  std::string chat_template;
+  ChatTemplateFlags chat_template;
   double shutdown_timeout_s = 30;
   EngineFlags engine;
   // Verified anchors (docs/anchors.md): enabled by a trust root.
@@ -57,23 +58,6 @@ void start_signal_waiter(sigset_t set) {
       if (sigwait(&set, &sig) == 0) g_signals.fetch_add(1);
     }
   }).detach();
-}
-
-ChatTemplateFamily pick_chat_template(const Model& model, const std::string& forced, std::string* how) {
-  if (!forced.empty()) {
-    *how = "from --chat-template";
-    return *chat_template_from_name(forced);
-  }
-  auto text = model.file().get_string_opt("tokenizer.chat_template");
-  if (!text.ok() || !*text) {
-    *how = "the default: the model has no tokenizer.chat_template";
-    return ChatTemplateFamily::kChatml;
-  }
-  bool recognised = false;
-  const ChatTemplateFamily family = detect_chat_template(**text, &recognised);
-  *how = recognised ? "recognised in tokenizer.chat_template"
-                    : "the default: tokenizer.chat_template matches no known family (use --chat-template)";
-  return family;
 }
 
 int run_serve(const ServeOptions& o) {
@@ -122,10 +106,15 @@ int run_serve(const ServeOptions& o) {
     return fail(engine.error().message);
   }
   std::string how;
+  auto chat_prompt = chat_prompt_for((*model)->file(), (*model)->tokenizer(), o.chat_template, &how);
+  if (!chat_prompt.ok()) {
+    server.stop();
+    return fail(chat_prompt.error().message);
+  }
   ServingContext ctx;
   ctx.model = model->get();
   ctx.engine = engine->get();
-  ctx.chat_template = pick_chat_template(**model, o.chat_template, &how);
+  ctx.chat_template = &*chat_prompt;
   ctx.max_model_len = config->max_model_len > 0 ? config->max_model_len : (*model)->hparams().n_ctx_train;
   (*engine)->start();
   std::unique_ptr<AnchorService> anchors;
@@ -145,7 +134,7 @@ int run_serve(const ServeOptions& o) {
   }
   server.set_ready(ctx);
   std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
-  std::fprintf(stderr, "pagoda: chat template %s (%s)\n", chat_template_name(ctx.chat_template), how.c_str());
+  std::fprintf(stderr, "pagoda: chat template %s (%s)\n", chat_prompt->describe().c_str(), how.c_str());
   std::fprintf(stderr, "pagoda: serving '%s' on http://%s:%d%s\n", sc.served_model_name.c_str(), o.host.c_str(),
                server.port(), sc.api_keys.empty() ? "" : " (API keys required)");
 
@@ -192,9 +181,7 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-queue", opts->max_queue,
                   "Requests that may wait beyond --max-num-seqs running ones; more get 429 (default 256)")
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--chat-template", opts->chat_template,
-                  "Chat template family instead of the model's: chatml, llama-2, llama-3, mistral, gemma, phi-3, zephyr")
-      ->check(CLI::IsMember({"chatml", "llama-2", "llama-3", "mistral", "gemma", "phi-3", "zephyr"}));
+  add_chat_template_flags(*cmd, opts->chat_template);
   cmd->add_option("--shutdown-timeout", opts->shutdown_timeout_s,
                   "Seconds in-flight requests get to finish on SIGTERM/SIGINT (default 30)")
       ->check(finite_range(0, 86400));

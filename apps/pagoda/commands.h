@@ -19,6 +19,7 @@ void add_synth_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
 void add_serve_command(CLI::App& app, Action& action);
+void add_template_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
 void add_anchor_command(CLI::App& app, Action& action);
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_bench_command(app, action);
   pagoda::cli::add_batch_command(app, action);
   pagoda::cli::add_serve_command(app, action);
+  pagoda::cli::add_template_command(app, action);
   pagoda::cli::add_version_command(app, action);
   pagoda::cli::add_anchor_command(app, action);
   app.set_version_flag("--version", [] {

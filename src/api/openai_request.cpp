@@ -21,7 +21,11 @@ constexpr std::array<std::string_view, 21> kSharedFields = {
     "logit_bias",    "stream",            "stream_options",     "user",       "return_tokens_as_token_ids",
     "anchor"};
 constexpr std::array<std::string_view, 4> kCompletionFields = {"prompt", "echo", "suffix", "best_of"};
-constexpr std::array<std::string_view, 3> kChatFields = {"messages", "max_completion_tokens", "top_logprobs"};
+constexpr std::array<std::string_view, 4> kChatFields = {"messages", "max_completion_tokens", "top_logprobs",
+                                                         "chat_template_kwargs"};
+// Message fields a Jinja chat template may read (the built-in families take only role and content).
+constexpr std::array<std::string_view, 6> kMessageFields = {"role",       "content",      "name",
+                                                            "tool_calls", "tool_call_id", "reasoning_content"};
 // Fields of OpenAI's API that change what a client gets back; named in the error so that nobody mistakes the
 // refusal for a typo.
 constexpr std::array<std::string_view, 6> kNotYetImplemented = {
@@ -210,29 +214,40 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
   return out;
 }
 
-Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                         const nlohmann::ordered_json* ordered_body) {
   if (!body.is_object()) return make_error("the request body must be a JSON object");
   PAGODA_RETURN_IF_ERROR(check_known_fields(body, ApiEndpoint::kChatCompletions));
   OpenAiRequest out;
   out.endpoint = ApiEndpoint::kChatCompletions;
   if (!body.contains("messages") || !body["messages"].is_array())
     return make_field_error("messages", "'messages' is required and must be a list of messages");
-  std::vector<ChatMessage> messages;
   for (size_t i = 0; i < body["messages"].size(); ++i) {
     const json& m = body["messages"][i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       return make_field_error("messages", "messages[" + std::to_string(i) + "] must be an object with a 'role'");
     for (const auto& [key, value] : m.items())
-      if (key != "role" && key != "content" && !value.is_null())
+      if (!listed(kMessageFields, key) && !value.is_null())
         return make_field_error("messages", "'messages[" + std::to_string(i) + "]." + key +
-                                                "' is not supported (messages carry only 'role' and 'content')");
-    auto content = message_content(m, i);
+                                                "' is not supported (messages carry role, content, name, tool_calls, " +
+                                                "tool_call_id and reasoning_content)");
+    auto content = message_content(m, i);  // checks the content's shape
     if (!content.ok()) return content.error();
-    messages.push_back({m["role"].get<std::string>(), std::move(*content)});
   }
-  auto text = render_chat(limits.chat_template, messages);
+  static const ChatPrompt kDefaultPrompt = ChatPrompt::builtin(ChatTemplateFamily::kChatml);
+  const ChatPrompt& chat_prompt = limits.chat_template ? *limits.chat_template : kDefaultPrompt;
+  ChatInput input;
+  using ojson = nlohmann::ordered_json;
+  const bool ordered = ordered_body && ordered_body->is_object();
+  input.messages = chat_prompt.adapt_openai_messages(ordered ? (*ordered_body)["messages"]
+                                                             : ojson::parse(body["messages"].dump()));
+  if (present(body, "chat_template_kwargs")) {
+    input.kwargs = ordered ? (*ordered_body)["chat_template_kwargs"] : ojson::parse(body["chat_template_kwargs"].dump());
+    PAGODA_RETURN_IF_ERROR(check_chat_template_kwargs(input.kwargs, "chat_template_kwargs"));
+  }
+  auto text = chat_prompt.render(input);
   if (!text.ok()) return text.error();
-  out.gen.prompt = tokenizer.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+  out.gen.prompt = tokenize_chat_prompt(*text, tokenizer);
   strip_bos_after_anchor(out.gen.prompt, tokenizer, limits);
   if (out.gen.prompt.empty()) return make_field_error("messages", "the conversation renders to no tokens");
   out.prompts.push_back(out.gen.prompt);

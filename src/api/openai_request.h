@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "api/chat_template.h"
+#include "api/chat_prompt.h"
 #include "engine/request.h"
 #include "tokenizer/tokenizer.h"
 #include "util/result.h"
@@ -36,7 +36,7 @@ inline constexpr int32_t kMaxChoicesPerRequest = 128;
 // What the parser checks requests against.
 struct ApiLimits {
   int64_t max_model_len = 0;  // prompt + max_tokens must fit
-  ChatTemplateFamily chat_template = ChatTemplateFamily::kChatml;
+  const ChatPrompt* chat_template = nullptr;  // how chat messages become the prompt; nullptr: built-in chatml
   // With an anchor: its token count. The prompts then lose their BOS (the anchor's tokens come first and carry
   // it) and the context check counts anchor + prompt + max_tokens.
   int64_t anchor_tokens = -1;
@@ -48,10 +48,14 @@ Result<std::string> peek_anchor_field(const nlohmann::json& body);
 // prompt: a string, token ids, or a list of either (several prompts); max_tokens defaults to 16 as in OpenAI's API.
 Result<OpenAiRequest> parse_completion_request(const nlohmann::json& body, const Tokenizer& tokenizer,
                                                const ApiLimits& limits);
-// messages: [{role, content}] with content a string or a list of {"type": "text", "text": ...} parts;
+// messages: [{role, content, ...}] with content a string or a list of {"type": "text", "text": ...} parts, rendered
+// by limits.chat_template (name, tool_calls, tool_call_id and reasoning_content reach a Jinja template as given;
+// chat_template_kwargs adds template variables);
 // max_completion_tokens (or max_tokens) defaults to the rest of the context, as in vLLM. logprobs is a boolean
 // and top_logprobs (0..20) the number of alternatives.
+// ordered_body: the same body parsed keeping its key order, which a template's tojson shows; nullptr: the keys'
+// sorted order.
 Result<OpenAiRequest> parse_chat_request(const nlohmann::json& body, const Tokenizer& tokenizer,
-                                         const ApiLimits& limits);
+                                         const ApiLimits& limits, const nlohmann::ordered_json* ordered_body = nullptr);
 
 }  // namespace pagoda

@@ -129,6 +129,10 @@ Status HttpServer::start() {
   http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_generate(req, res, /*chat=*/true);
   });
+  http_->Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string tenant;
+    if (authorize(req, res, &tenant)) handle_apply_template(req, res);
+  });
   register_anchor_routes();
   // Statuses the library sets itself (unknown path, body too large, unparsable request) get the JSON error shape.
   http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
@@ -256,6 +260,41 @@ void HttpServer::handle_models(httplib::Response& res) const {
   res.set_content(to_wire(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
 }
 
+void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Response& res) const {
+  if (!ready_.load(std::memory_order_acquire)) return send_error(res, 503, "the model is loading");
+  nlohmann::ordered_json body;
+  try {
+    body = nlohmann::ordered_json::parse(req.body);
+  } catch (const nlohmann::ordered_json::exception& e) {
+    return send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) return send_error(res, 400, "the request body must be a JSON object");
+  ChatInput input;
+  for (const auto& [key, value] : body.items()) {
+    if (key == "messages") {
+      input.messages = value;
+    } else if (key == "tools") {
+      input.tools = value;
+    } else if (key == "add_generation_prompt") {
+      if (!value.is_boolean() && !value.is_null())
+        return send_error(res, 400, "'add_generation_prompt' must be true or false", "add_generation_prompt");
+      if (value.is_boolean()) input.add_generation_prompt = value.get<bool>();
+    } else if (key == "chat_template_kwargs") {
+      if (!value.is_null()) input.kwargs = value;
+    } else if (key == "model") {
+      if (!value.is_string() && !value.is_null()) return send_error(res, 400, "'model' must be a string", "model");
+    } else if (!value.is_null()) {
+      return send_error(res, 400, "unsupported field '" + key + "': /apply-template takes messages, tools, " +
+                                      "add_generation_prompt and chat_template_kwargs", key);
+    }
+  }
+  if (!body.contains("messages")) return send_error(res, 400, "'messages' is required", "messages");
+  static const ChatPrompt kDefaultPrompt = ChatPrompt::builtin(ChatTemplateFamily::kChatml);
+  auto text = (ctx_.chat_template ? *ctx_.chat_template : kDefaultPrompt).render(input);
+  if (!text.ok()) return send_error(res, 400, text.error().message, text.error().param);
+  res.set_content(to_wire(json{{"prompt", *text}}), "application/json");
+}
+
 void HttpServer::handle_metrics(httplib::Response& res) const {
   EngineStats stats;
   if (ready_.load(std::memory_order_acquire)) stats = ctx_.engine->stats();  // the last published snapshot
@@ -300,7 +339,10 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     anchor = std::move(*rec);
     limits.anchor_tokens = static_cast<int64_t>(anchor->tokens.size());
   }
-  auto parsed = chat ? parse_chat_request(body, tokenizer, limits) : parse_completion_request(body, tokenizer, limits);
+  nlohmann::ordered_json ordered_body;  // chat: the key order a template's tojson shows
+  if (chat) ordered_body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  auto parsed = chat ? parse_chat_request(body, tokenizer, limits, &ordered_body)
+                     : parse_completion_request(body, tokenizer, limits);
   if (!parsed.ok()) return send_error(res, 400, parsed.error().message, parsed.error().param);
   OpenAiRequest& request = *parsed;
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "api/chat_template.h"
+#include "api/chat_prompt.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/anchor_service.h"
@@ -50,7 +50,7 @@ struct ServerConfig {
 struct ServingContext {
   const Model* model = nullptr;
   Engine* engine = nullptr;
-  ChatTemplateFamily chat_template = ChatTemplateFamily::kChatml;
+  const ChatPrompt* chat_template = nullptr;  // how chat messages become the prompt; nullptr: built-in chatml
   int64_t max_model_len = 0;
   AnchorService* anchors = nullptr;  // verified anchors; nullptr when not enabled (--anchor-trust-root)
 };
@@ -84,6 +84,9 @@ class HttpServer {
  private:
   void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
   void handle_models(httplib::Response& res) const;
+  // POST /apply-template (llama-server's): {"messages", "tools"?, "add_generation_prompt"?, "chat_template_kwargs"?}
+  // rendered by the chat template with the messages exactly as given: {"prompt": "..."}.
+  void handle_apply_template(const httplib::Request& req, httplib::Response& res) const;
   void handle_metrics(httplib::Response& res) const;
   bool authorize(const httplib::Request& req, httplib::Response& res, std::string* tenant) const;
   // The anchor endpoints (anchor_routes.cpp): admin key only; 404 without --admin-api-key or anchors.

@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)pagoda::ApiKeys::parse(text, "fuzz");
   const nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
-  const pagoda::ApiLimits limits{512, pagoda::ChatTemplateFamily::kLlama2};
+  static const pagoda::ChatPrompt kLlama2 = pagoda::ChatPrompt::builtin(pagoda::ChatTemplateFamily::kLlama2);
+  const pagoda::ApiLimits limits{512, &kLlama2};
   for (bool chat : {false, true}) {
     auto r = chat ? pagoda::parse_chat_request(body, model().tokenizer(), limits)
                   : pagoda::parse_completion_request(body, model().tokenizer(), limits);

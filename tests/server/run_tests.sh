@@ -12,7 +12,7 @@ if [ ! -d node_modules/openai ]; then
   npm ci --no-audit --no-fund >/dev/null
 fi
 export PAGODA_BINARY="$binary" PAGODA_MODEL_PATH="$shared/models/stories260K.gguf"
-export PAGODA_MODEL=stories260K PAGODA_GOLDEN="$shared/golden/stories260K-greedy.jsonl"
+export PAGODA_MODEL=stories260K PAGODA_GOLDEN="$shared/golden/stories260K-greedy.jsonl" PAGODA_SHARED="$shared"
 
 log="$(mktemp)"
 "$binary" serve "$PAGODA_MODEL_PATH" --port 0 --kv-cache-mem 256MiB 2>"$log" &
@@ -33,6 +33,8 @@ echo "== load test"
 node load_test.mjs
 echo "== lifecycle"
 node --test --test-reporter=spec lifecycle.test.mjs
+echo "== chat templates"
+node --test --test-reporter=spec chat_template.test.mjs
 echo "== verified anchors"
 node --test --test-reporter=spec anchors.test.mjs
 
