@@ -46,7 +46,7 @@ wait_for http://127.0.0.1:18180 "$out/pagoda-serve.log"
 wait_for http://127.0.0.1:18181 "$out/llama-server-1.log"
 wait_for http://127.0.0.1:18182 "$out/llama-server-16.log"
 
-run() { local file=$1; shift; "$pagoda" bench anchors "$model" "$@" --capacity-blocks 0 --format json 2>/dev/null >>"$out/$file"; }
+run() { local file=$1; shift; "$pagoda" bench anchors "$model" "$@" --capacity-blocks 0 --format json 2>>"$out/$file.log" >>"$out/$file"; }
 pagoda_url=(--base-url http://127.0.0.1:18180 --admin-api-key adm --anchor-key "$work/op.key")
 
 # TTFT at one request at a time: a 512-token anchor, 32 or 512 own tokens; two interleaved rounds.

@@ -1,0 +1,167 @@
+#include "grammar/grammar_matcher.h"
+
+#include <algorithm>
+
+namespace pagoda::grammar {
+
+bool MatcherState::can_end() const {
+  if (partial_left != 0) return false;
+  for (const auto& s : stacks)
+    if (s.empty()) return true;
+  return false;
+}
+
+bool MatcherState::must_end() const {
+  if (stacks.empty() || partial_left != 0) return false;
+  for (const auto& s : stacks)
+    if (!s.empty()) return false;
+  return true;
+}
+
+std::string MatcherState::key() const {
+  std::string k;
+  k.reserve(8 + stacks.size() * 16);
+  auto put = [&](uint32_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(partial);
+  put(partial_left);
+  for (const auto& s : stacks) {
+    put(static_cast<uint32_t>(s.size()));
+    for (uint32_t p : s) put(p);
+  }
+  return k;
+}
+
+void GrammarMatcher::normalize(std::vector<std::vector<uint32_t>>& stacks) {
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+}
+
+void GrammarMatcher::expand(std::vector<uint32_t> stack, std::vector<std::vector<uint32_t>>& out,
+                            bool& overflow) const {
+  const auto& elems = g_->elems();
+  for (;;) {
+    if (out.size() >= kMaxStacks) {
+      overflow = true;
+      return;
+    }
+    if (stack.empty()) {
+      out.push_back(std::move(stack));
+      return;
+    }
+    const uint32_t p = stack.back();
+    const Elem& e = elems[p];
+    if (e.kind == Elem::Kind::kChars) {
+      out.push_back(std::move(stack));
+      return;
+    }
+    stack.pop_back();
+    if (e.kind == Elem::Kind::kEnd) continue;  // the alternative is done: back to the parent's continuation
+    // A rule reference: its continuation (unless it ends the alternative), then each alternative of the rule.
+    if (elems[p + 1].kind != Elem::Kind::kEnd) stack.push_back(p + 1);
+    const auto& alts = g_->alternatives(e.id);
+    for (size_t i = 0; i + 1 < alts.size(); ++i) {
+      std::vector<uint32_t> branch = stack;
+      branch.push_back(alts[i]);
+      expand(std::move(branch), out, overflow);
+      if (overflow) return;
+    }
+    stack.push_back(alts.back());
+  }
+}
+
+MatcherState GrammarMatcher::initial() const {
+  MatcherState s;
+  bool overflow = false;
+  for (uint32_t a : g_->alternatives(g_->root())) expand({a}, s.stacks, overflow);
+  normalize(s.stacks);
+  if (overflow) {
+    s.stacks.clear();
+    s.overflow = true;
+  }
+  return s;
+}
+
+MatcherState GrammarMatcher::advance_code_point(const MatcherState& s, uint32_t cp) const {
+  MatcherState next;
+  bool overflow = false;
+  const auto& elems = g_->elems();
+  const auto& classes = g_->classes();
+  for (const auto& stack : s.stacks) {
+    if (stack.empty()) continue;
+    const Elem& e = elems[stack.back()];
+    if (!classes[e.id].contains(cp)) continue;
+    std::vector<uint32_t> moved = stack;
+    ++moved.back();
+    expand(std::move(moved), next.stacks, overflow);
+    if (overflow) break;
+  }
+  normalize(next.stacks);
+  if (overflow) {
+    next.stacks.clear();
+    next.overflow = true;
+  }
+  return next;
+}
+
+bool GrammarMatcher::viable(const MatcherState& s, uint32_t lo, uint32_t hi) const {
+  const auto& elems = g_->elems();
+  const auto& classes = g_->classes();
+  for (const auto& stack : s.stacks)
+    if (!stack.empty() && classes[elems[stack.back()].id].intersects(lo, hi)) return true;
+  return false;
+}
+
+MatcherState GrammarMatcher::advance(const MatcherState& s, uint8_t byte) const {
+  if (s.dead()) return s;
+  if (s.partial_left == 0) {
+    if (byte < 0x80) return advance_code_point(s, byte);
+    uint32_t bits = 0;
+    uint8_t left = 0;
+    if ((byte & 0xE0) == 0xC0) {
+      bits = byte & 0x1F;
+      left = 1;
+    } else if ((byte & 0xF0) == 0xE0) {
+      bits = byte & 0x0F;
+      left = 2;
+    } else if ((byte & 0xF8) == 0xF0) {
+      bits = byte & 0x07;
+      left = 3;
+    } else {
+      return MatcherState{};  // a continuation byte or an invalid lead byte where a character starts
+    }
+    const uint32_t lo = bits << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
+    if (!viable(s, lo, hi)) return MatcherState{};
+    MatcherState next = s;
+    next.partial = bits;
+    next.partial_left = left;
+    return next;
+  }
+  if ((byte & 0xC0) != 0x80) return MatcherState{};
+  const uint32_t bits = (s.partial << 6) | (byte & 0x3F);
+  const uint8_t left = static_cast<uint8_t>(s.partial_left - 1);
+  if (left == 0) {
+    MatcherState whole = s;
+    whole.partial = 0;
+    whole.partial_left = 0;
+    return advance_code_point(whole, bits);
+  }
+  const uint32_t lo = bits << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
+  if (!viable(s, lo, hi)) return MatcherState{};
+  MatcherState next = s;
+  next.partial = bits;
+  next.partial_left = left;
+  return next;
+}
+
+MatcherState GrammarMatcher::advance(const MatcherState& s, std::string_view bytes) const {
+  MatcherState cur = s;
+  for (char c : bytes) {
+    cur = advance(cur, static_cast<uint8_t>(c));
+    if (cur.dead()) break;
+  }
+  return cur;
+}
+
+bool GrammarMatcher::accepts(std::string_view text) const { return advance(initial(), text).can_end(); }
+
+}  // namespace pagoda::grammar
