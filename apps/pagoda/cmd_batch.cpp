@@ -11,6 +11,7 @@
 #include "anchor_setup.h"
 #include "api/request_json.h"
 #include "commands.h"
+#include "util/json_depth.h"
 #include "engine/engine.h"
 #include "engine_flags.h"
 #include "model/model.h"
@@ -111,7 +112,8 @@ int run_batch(const BatchOptions& o) {
       continue;
     }
     if (body.is_object() && body.contains("id")) p.id = body["id"];
-    auto request = request_from_json(body, m.tokenizer());
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+    auto request = request_from_json(body, m.tokenizer(), &ordered);
     if (!request.ok()) {
       p.error = "line " + std::to_string(line_no) + ": " + request.error().message;
       pending.push_back(std::move(p));

@@ -160,6 +160,14 @@ class HttpCellRunner {
     int64_t retrieval_hits = 0;
   };
 
+  ojson byte_token_ban() const {
+    ojson bias = ojson::array();
+    const Vocab& v = m_.tokenizer().vocab();
+    for (int32_t id = 0; id < v.size(); ++id)
+      if (v.has_attr(id, TokenAttr::kByte)) bias.push_back(ojson::array({id, false}));
+    return bias;
+  }
+
   Wave make_wave(int64_t first, int32_t count) {
     Wave w;
     for (int32_t c = 0; c < count; ++c) {
@@ -182,6 +190,10 @@ class HttpCellRunner {
         case BenchMode::kPeer:
           prompt = text_tokens_;
           body["cache_prompt"] = true;
+          // llama-server ends a stream with an error when the text stops inside a UTF-8 sequence ("does not match
+          // the expected Content-only format"), which random weights do now and then through byte tokens: the
+          // peer may not sample them. A bias on 256 tokens costs its sampler next to nothing.
+          body["logit_bias"] = byte_token_ban();
           break;
         case BenchMode::kAnchor:
           body["anchor"] = anchor_.digest;

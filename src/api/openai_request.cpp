@@ -4,6 +4,7 @@
 #include <array>
 #include <string_view>
 
+#include "api/output_constraint.h"
 #include "api/request_json.h"
 
 namespace pagoda {
@@ -28,8 +29,8 @@ constexpr std::array<std::string_view, 6> kMessageFields = {"role",       "conte
                                                             "tool_calls", "tool_call_id", "reasoning_content"};
 // Fields of OpenAI's API that change what a client gets back; named in the error so that nobody mistakes the
 // refusal for a typo.
-constexpr std::array<std::string_view, 6> kNotYetImplemented = {
-    "response_format", "tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"};
+constexpr std::array<std::string_view, 5> kNotYetImplemented = {"tools", "tool_choice", "functions", "function_call",
+                                                                 "parallel_tool_calls"};
 
 template <size_t N>
 bool listed(const std::array<std::string_view, N>& names, std::string_view key) {
@@ -38,11 +39,11 @@ bool listed(const std::array<std::string_view, N>& names, std::string_view key) 
 
 Status check_known_fields(const json& body, ApiEndpoint endpoint) {
   for (const auto& [key, value] : body.items()) {
-    if (value.is_null() || listed(kSharedFields, key)) continue;
+    if (value.is_null() || listed(kSharedFields, key) || listed(kConstraintFields, key)) continue;
     if (endpoint == ApiEndpoint::kCompletions ? listed(kCompletionFields, key) : listed(kChatFields, key)) continue;
     if (listed(kNotYetImplemented, key))
-      return make_field_error(key, "'" + key + "' is not supported yet (structured outputs and tool calling are " +
-                                       "not implemented); remove it or set it to null");
+      return make_field_error(key, "'" + key + "' is not supported yet (tool calling is not implemented); remove it " +
+                                       "or set it to null");
     return make_field_error(key, "unsupported field '" + key + "': this server does not implement it");
   }
   return Status::success();
@@ -82,6 +83,19 @@ Status read_common(const json& body, OpenAiRequest& out) {
   if (present(body, "priority"))  // a scheduling field of pagoda's own batch format, not offered over HTTP
     return make_field_error("priority", "'priority' is not accepted over HTTP");
   return read_generation_fields(body, out.gen);
+}
+
+// response_format, json_schema, grammar, guided_choice: compiled into out.gen.grammar.
+Status read_constraint(const json& body, const nlohmann::ordered_json* ordered_body, const Tokenizer& tokenizer,
+                       OpenAiRequest& out) {
+  bool any = false;
+  for (std::string_view field : kConstraintFields) any = any || present(body, std::string(field).c_str());
+  if (!any) return Status::success();
+  auto constraint = read_output_constraint(
+      ordered_body && ordered_body->is_object() ? *ordered_body : nlohmann::ordered_json::parse(body.dump()), tokenizer);
+  if (!constraint.ok()) return constraint.error();
+  out.gen.grammar = *constraint;
+  return Status::success();
 }
 
 Status check_logit_bias_ids(const OpenAiRequest& out, const Tokenizer& tokenizer) {
@@ -165,7 +179,7 @@ Result<std::string> peek_anchor_field(const json& body) {
 }
 
 Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer& tokenizer,
-                                               const ApiLimits& limits) {
+                                               const ApiLimits& limits, const nlohmann::ordered_json* ordered_body) {
   if (!body.is_object()) return make_error("the request body must be a JSON object");
   PAGODA_RETURN_IF_ERROR(check_known_fields(body, ApiEndpoint::kCompletions));
   OpenAiRequest out;
@@ -199,6 +213,7 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
   if (present(body, "best_of") && body["best_of"] != 1 && body["best_of"] != body.value("n", json(1)))
     return make_field_error("best_of", "'best_of' other than n is not supported");
   PAGODA_RETURN_IF_ERROR(read_common(body, out));
+  PAGODA_RETURN_IF_ERROR(read_constraint(body, ordered_body, tokenizer, out));
   PAGODA_RETURN_IF_ERROR(check_logit_bias_ids(out, tokenizer));
   const int64_t choices = static_cast<int64_t>(out.prompts.size()) * out.gen.n;
   if (choices > kMaxChoicesPerRequest)
@@ -258,6 +273,7 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   generation.erase("top_logprobs");
   if (present(body, "max_completion_tokens")) generation["max_tokens"] = body["max_completion_tokens"];
   PAGODA_RETURN_IF_ERROR(read_common(generation, out));
+  PAGODA_RETURN_IF_ERROR(read_constraint(body, ordered_body, tokenizer, out));
   PAGODA_RETURN_IF_ERROR(check_logit_bias_ids(out, tokenizer));
   if (present(body, "max_completion_tokens") && out.gen.max_tokens < 1)
     return make_field_error("max_completion_tokens", "'max_completion_tokens' must be at least 1");

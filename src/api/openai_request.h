@@ -1,7 +1,6 @@
 // Reads the bodies of POST /v1/completions and /v1/chat/completions into a GenerationRequest plus the protocol's
 // own settings (streaming, usage chunks, the model name asked for). A field of a known name with a wrong type or
-// value is an error naming it (Error::param). So is any field pagoda does not implement (response_format, tools,
-// functions, ...): a client that relies on a field must never get an answer that silently ignored it. A field sent
+// value is an error naming it (Error::param). So is any field pagoda does not implement (tools, functions, ...): a client that relies on a field must never get an answer that silently ignored it. A field sent
 // as null counts as absent, as OpenAI's API treats it.
 #pragma once
 
@@ -46,15 +45,17 @@ struct ApiLimits {
 Result<std::string> peek_anchor_field(const nlohmann::json& body);
 
 // prompt: a string, token ids, or a list of either (several prompts); max_tokens defaults to 16 as in OpenAI's API.
+// ordered_body (both endpoints): the same body parsed keeping its key order, which a template's tojson shows and
+// a json_schema's properties follow; nullptr: the keys' sorted order. Structured-output fields: see
+// api/output_constraint.h.
 Result<OpenAiRequest> parse_completion_request(const nlohmann::json& body, const Tokenizer& tokenizer,
-                                               const ApiLimits& limits);
+                                               const ApiLimits& limits,
+                                               const nlohmann::ordered_json* ordered_body = nullptr);
 // messages: [{role, content, ...}] with content a string or a list of {"type": "text", "text": ...} parts, rendered
 // by limits.chat_template (name, tool_calls, tool_call_id and reasoning_content reach a Jinja template as given;
 // chat_template_kwargs adds template variables);
 // max_completion_tokens (or max_tokens) defaults to the rest of the context, as in vLLM. logprobs is a boolean
 // and top_logprobs (0..20) the number of alternatives.
-// ordered_body: the same body parsed keeping its key order, which a template's tojson shows; nullptr: the keys'
-// sorted order.
 Result<OpenAiRequest> parse_chat_request(const nlohmann::json& body, const Tokenizer& tokenizer,
                                          const ApiLimits& limits, const nlohmann::ordered_json* ordered_body = nullptr);
 

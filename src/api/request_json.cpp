@@ -1,10 +1,13 @@
 #include "api/request_json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <limits>
 #include <set>
+
+#include "api/output_constraint.h"
 
 namespace pagoda {
 namespace {
@@ -50,7 +53,8 @@ Result<std::vector<int32_t>> token_ids_from_json(const json& ids, int32_t n_voca
   return out;
 }
 
-Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& tokenizer) {
+Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& tokenizer,
+                                            const nlohmann::ordered_json* ordered_body) {
   if (!body.is_object()) return make_error("a request must be a JSON object");
   static const std::set<std::string> known = {"id",
                                               "prompt",
@@ -72,8 +76,12 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
                                               "cache_salt",
                                               "logit_bias",
                                               "anchor"};
-  for (const auto& [key, value] : body.items())
-    if (!known.count(key)) return make_field_error(key, "unknown field '" + key + "'");
+  bool constrained = false;
+  for (const auto& [key, value] : body.items()) {
+    const bool constraint = std::find(kConstraintFields.begin(), kConstraintFields.end(), key) != kConstraintFields.end();
+    constrained = constrained || (constraint && !value.is_null());
+    if (!known.count(key) && !constraint) return make_field_error(key, "unknown field '" + key + "'");
+  }
 
   GenerationRequest r;
   const bool has_text = body.contains("prompt"), has_ids = body.contains("prompt_ids");
@@ -96,6 +104,12 @@ Result<GenerationRequest> request_from_json(const json& body, const Tokenizer& t
     if (r.prompt.empty()) return make_field_error("prompt", "the prompt is empty after the anchor");
   }
   PAGODA_RETURN_IF_ERROR(read_generation_fields(body, r));
+  if (constrained) {
+    auto constraint = read_output_constraint(
+        ordered_body && ordered_body->is_object() ? *ordered_body : nlohmann::ordered_json::parse(body.dump()), tokenizer);
+    if (!constraint.ok()) return constraint.error();
+    r.grammar = *constraint;
+  }
   return r;
 }
 

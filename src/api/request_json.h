@@ -16,8 +16,11 @@ namespace pagoda {
 // (string or list of strings), n, logprobs (0..20), presence_penalty, frequency_penalty, repetition_penalty,
 // ignore_eos, priority, cache_salt, logit_bias ({"token id": bias in [-100, 100]}), anchor (the digest of an active
 // anchor: the prompt then loses its BOS, which the anchor's tokens carry); "id" is the caller's and is not read here.
+// Structured outputs: response_format, json_schema, grammar or guided_choice (api/output_constraint.h);
+// ordered_body: the same line parsed keeping its key order (a schema's properties follow it), nullptr: sorted.
 // An unknown field is an error that names it, so typos in batch files do not pass silently.
-Result<GenerationRequest> request_from_json(const nlohmann::json& body, const Tokenizer& tokenizer);
+Result<GenerationRequest> request_from_json(const nlohmann::json& body, const Tokenizer& tokenizer,
+                                            const nlohmann::ordered_json* ordered_body = nullptr);
 
 // The sampling and control fields every request format shares (all of the above but the prompt and the unknown-
 // field check), read into `r` over its defaults. A missing or null field keeps the default.

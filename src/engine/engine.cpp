@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <cassert>
 #include <cstdio>
 #include <cstring>
@@ -248,6 +249,7 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   SamplingParams sp = r.sampling;
   sp.seed = choice_seed(rs->base_seed, 0);
   auto seq = std::make_unique<Sequence>(SeqId{next_seq_id_++}, rs.get(), 0, sp, model_.tokenizer(), r.stop);
+  if (r.grammar) seq->grammar_state = r.grammar->matcher().initial();
   if (anchor) {
     seq->tokens = anchor->tokens;
     seq->tokens.insert(seq->tokens.end(), r.prompt.begin(), r.prompt.end());
@@ -425,6 +427,7 @@ void Engine::fork_choices(Sequence& parent) {
     child->arrival = parent.arrival;
     child->ns = parent.ns;
     child->prefix = parent.prefix;  // a preempted child is admitted again from the same pinned anchor
+    child->grammar_state = parent.grammar_state;  // the parent has not sampled yet: the grammar's start
     blocks_->fork(parent.id, child->id);
     scheduler_->add_running(child.get());
     rs.seqs.push_back(std::move(child));
@@ -435,7 +438,24 @@ void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
   const GenerationRequest& r = s.request->request;
   const std::span<const int32_t> prompt(s.tokens.data(), s.prompt_len);
   const std::span<const int32_t> output(s.tokens.data() + s.prompt_len, s.num_generated());
-  const int32_t token = s.sampler.sample(logits, prompt, output);
+  std::span<const float> allowed = logits;
+  if (r.grammar) {
+    // Structured output: tokens the grammar does not allow next get -inf before sampling. Logprobs stay the
+    // model's own (from the raw logits), as in OpenAI's API.
+    const auto mask = r.grammar->mask(*s.grammar_state);
+    masked_logits_.assign(logits.begin(), logits.end());
+    bool any = false;
+    for (size_t i = 0; i < masked_logits_.size(); ++i) {
+      if (mask->allowed(static_cast<int32_t>(i))) {
+        any = true;
+      } else {
+        masked_logits_[i] = -std::numeric_limits<float>::infinity();
+      }
+    }
+    if (!any) return finish(s, FinishReason::kError, "the output grammar allows no token here");
+    allowed = masked_logits_;
+  }
+  const int32_t token = s.sampler.sample(allowed, prompt, output);
   StreamEvent ev;
   ev.index = s.index;
   ev.token = token;
@@ -453,6 +473,11 @@ void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
       reason = FinishReason::kStop;
       s.text_done = true;
     }
+  }
+  if (r.grammar && reason == FinishReason::kNone) {
+    // The grammar moves with the token's text; when it allows nothing but the end, the choice is complete.
+    s.grammar_state = r.grammar->matcher().advance(*s.grammar_state, model_.tokenizer().piece(token));
+    if (s.grammar_state->must_end()) reason = FinishReason::kStop;  // finish() releases any held-back text
   }
   if (reason == FinishReason::kNone &&
       (s.num_generated() >= r.max_tokens || static_cast<int64_t>(s.tokens.size()) >= max_model_len_))

@@ -262,6 +262,7 @@ class Engine {
   std::unique_ptr<ThreadPool> pool_;
   LlamaWorkspace ws_;
   std::vector<float> logits_;
+  std::vector<float> masked_logits_;  // [n_vocab] a constrained sequence's logits with disallowed tokens at -inf
   Rng seed_rng_;
   int64_t max_model_len_ = 0;
   int64_t next_seq_id_ = 1;

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/sampler.h"
+#include "grammar/compiled_grammar.h"
 
 namespace pagoda {
 
@@ -27,6 +29,9 @@ struct GenerationRequest {
   // Digest of an active anchor: the sequence is the anchor's tokens, then `prompt` (which then carries no BOS of
   // its own), and starts from the anchor's pinned blocks. Empty: none.
   std::string anchor;
+  // Structured output: every sampled token must continue this grammar (masks before sampling; the choice ends
+  // with "stop" when the grammar allows nothing more). nullptr: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 // kAnchorRevoked: the verified anchor the request started from was revoked (or expired) while it ran.

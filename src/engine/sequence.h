@@ -8,6 +8,7 @@
 
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
+#include "grammar/grammar_matcher.h"
 #include "kv/block_key.h"
 #include "kv/block_types.h"
 #include "tokenizer/streaming_detokenizer.h"
@@ -44,6 +45,8 @@ struct Sequence {
   Sampler sampler;
   StreamingDetokenizer detokenizer;
   StopMatcher stop;
+  // With a structured-output grammar: where the generated text stands in it.
+  std::optional<grammar::MatcherState> grammar_state;
 
   int64_t num_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   // Tokens still to be computed before the next sample (1 for a decode, more while prefilling).

@@ -24,6 +24,7 @@ std::string MatcherState::key() const {
   auto put = [&](uint32_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
   put(partial);
   put(partial_left);
+  put(partial_len);
   for (const auto& s : stacks) {
     put(static_cast<uint32_t>(s.size()));
     for (uint32_t p : s) put(p);
@@ -111,41 +112,65 @@ bool GrammarMatcher::viable(const MatcherState& s, uint32_t lo, uint32_t hi) con
   return false;
 }
 
+namespace {
+
+// The code points a UTF-8 sequence of `len` bytes may encode (shorter forms and values past U+10FFFF are not
+// UTF-8); the surrogates inside the 3-byte range are excluded where a range is checked.
+constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+constexpr uint32_t kMaxOfLength[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+
+// The valid code points a sequence of `len` bytes whose known high bits are `bits`, with `left` bytes to come, may
+// still spell: [lo, hi], empty (lo > hi) when none.
+std::pair<uint32_t, uint32_t> completions(uint32_t bits, uint8_t left, uint8_t len) {
+  uint32_t lo = bits << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
+  lo = std::max(lo, kMinOfLength[len]);
+  hi = std::min(hi, kMaxOfLength[len]);
+  if (len == 3 && lo >= 0xD800 && hi <= 0xDFFF) return {1, 0};  // only surrogates left
+  return {lo, hi};
+}
+
+}  // namespace
+
 MatcherState GrammarMatcher::advance(const MatcherState& s, uint8_t byte) const {
   if (s.dead()) return s;
   if (s.partial_left == 0) {
     if (byte < 0x80) return advance_code_point(s, byte);
     uint32_t bits = 0;
-    uint8_t left = 0;
+    uint8_t len = 0;
     if ((byte & 0xE0) == 0xC0) {
       bits = byte & 0x1F;
-      left = 1;
+      len = 2;
     } else if ((byte & 0xF0) == 0xE0) {
       bits = byte & 0x0F;
-      left = 2;
+      len = 3;
     } else if ((byte & 0xF8) == 0xF0) {
       bits = byte & 0x07;
-      left = 3;
+      len = 4;
     } else {
       return MatcherState{};  // a continuation byte or an invalid lead byte where a character starts
     }
-    const uint32_t lo = bits << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
-    if (!viable(s, lo, hi)) return MatcherState{};
+    const uint8_t left = static_cast<uint8_t>(len - 1);
+    const auto [lo, hi] = completions(bits, left, len);
+    if (lo > hi || !viable(s, lo, hi)) return MatcherState{};
     MatcherState next = s;
     next.partial = bits;
     next.partial_left = left;
+    next.partial_len = len;
     return next;
   }
   if ((byte & 0xC0) != 0x80) return MatcherState{};
   const uint32_t bits = (s.partial << 6) | (byte & 0x3F);
   const uint8_t left = static_cast<uint8_t>(s.partial_left - 1);
+  const auto [lo, hi] = completions(bits, left, s.partial_len);
+  if (lo > hi) return MatcherState{};
   if (left == 0) {
+    if (bits >= 0xD800 && bits <= 0xDFFF) return MatcherState{};
     MatcherState whole = s;
     whole.partial = 0;
     whole.partial_left = 0;
+    whole.partial_len = 0;
     return advance_code_point(whole, bits);
   }
-  const uint32_t lo = bits << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
   if (!viable(s, lo, hi)) return MatcherState{};
   MatcherState next = s;
   next.partial = bits;

@@ -29,6 +29,7 @@ struct MatcherState {
   std::vector<std::vector<uint32_t>> stacks;
   uint32_t partial = 0;        // the code point bits read so far of an unfinished UTF-8 sequence
   uint8_t partial_left = 0;    // continuation bytes still expected (0: none pending)
+  uint8_t partial_len = 0;     // the sequence's whole length (2 to 4) while one is pending
   bool overflow = false;       // the state exceeded kMaxStacks (then it is also dead)
 
   bool dead() const { return stacks.empty(); }

@@ -17,13 +17,20 @@ std::shared_ptr<const VocabTrie> VocabTrie::of(const Tokenizer& tokenizer) {
   static std::map<const Tokenizer*, std::weak_ptr<const VocabTrie>> tries;
   std::lock_guard lock(mu);
   auto& slot = tries[&tokenizer];
-  if (auto t = slot.lock()) return t;
+  if (auto t = slot.lock(); t && t->fingerprint_ == fingerprint(tokenizer)) return t;
   auto t = std::make_shared<const VocabTrie>(tokenizer);
   slot = t;
   return t;
 }
 
-VocabTrie::VocabTrie(const Tokenizer& tokenizer) : n_vocab_(tokenizer.n_vocab()) {
+uint64_t VocabTrie::fingerprint(const Tokenizer& tokenizer) {
+  uint64_t h = 1469598103934665603ull ^ static_cast<uint64_t>(tokenizer.n_vocab());
+  for (int32_t id = 0; id < tokenizer.n_vocab(); id += 97)
+    for (char c : tokenizer.piece(id)) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+VocabTrie::VocabTrie(const Tokenizer& tokenizer) : n_vocab_(tokenizer.n_vocab()), fingerprint_(fingerprint(tokenizer)) {
   // Sort the tokens by their bytes, then lay the trie out breadth first so each node's edges are contiguous.
   std::vector<std::pair<std::string_view, int32_t>> pieces;
   for (int32_t id = 0; id < n_vocab_; ++id) {

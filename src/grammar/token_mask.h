@@ -40,6 +40,8 @@ class VocabTrie {
   explicit VocabTrie(const Tokenizer& tokenizer);
 
   int32_t n_vocab() const { return n_vocab_; }
+  // A hash of the vocabulary's size and a sample of its pieces: tells a tokenizer at a reused address apart.
+  static uint64_t fingerprint(const Tokenizer& tokenizer);
   const std::vector<int32_t>& end_tokens() const { return end_tokens_; }
 
   // The mask of tokens that may follow state s.
@@ -55,6 +57,7 @@ class VocabTrie {
     uint32_t child;
   };
   int32_t n_vocab_ = 0;
+  uint64_t fingerprint_ = 0;
   std::vector<Node> nodes_;  // nodes_[0] is the root (the empty prefix)
   std::vector<Edge> edges_;
   std::vector<int32_t> tokens_;

@@ -11,12 +11,17 @@
 #include "api/openai_response.h"
 #include "server/connection_probe.h"
 #include "server/http_errors.h"
+#include "util/json_depth.h"
 
 namespace pagoda {
 namespace {
 
 using json = nlohmann::json;
 using SteadyTime = std::chrono::steady_clock::time_point;
+
+// Deeper bodies are refused before anything walks them recursively (real requests nest a few levels; a JSON
+// Schema a few dozen).
+constexpr size_t kMaxBodyNesting = 256;
 
 double seconds_between(SteadyTime a, SteadyTime b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -269,6 +274,8 @@ void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Res
     return send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
   }
   if (!body.is_object()) return send_error(res, 400, "the request body must be a JSON object");
+  if (json_nests_deeper_than(body, kMaxBodyNesting))
+    return send_error(res, 400, "the request body nests deeper than " + std::to_string(kMaxBodyNesting) + " levels");
   ChatInput input;
   for (const auto& [key, value] : body.items()) {
     if (key == "messages") {
@@ -318,6 +325,8 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   } catch (const json::exception& e) {  // syntax errors, and numbers out of double's range
     return send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
   }
+  if (json_nests_deeper_than(body, kMaxBodyNesting))
+    return send_error(res, 400, "the request body nests deeper than " + std::to_string(kMaxBodyNesting) + " levels");
   if (body.is_object() && body.contains("model") && body["model"].is_string() &&
       body["model"].get<std::string>() != config_.served_model_name)
     return send_error(res, 404, "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" +
@@ -339,10 +348,10 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     anchor = std::move(*rec);
     limits.anchor_tokens = static_cast<int64_t>(anchor->tokens.size());
   }
-  nlohmann::ordered_json ordered_body;  // chat: the key order a template's tojson shows
-  if (chat) ordered_body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  // The key order a template's tojson shows and a json_schema's properties follow.
+  const nlohmann::ordered_json ordered_body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   auto parsed = chat ? parse_chat_request(body, tokenizer, limits, &ordered_body)
-                     : parse_completion_request(body, tokenizer, limits);
+                     : parse_completion_request(body, tokenizer, limits, &ordered_body);
   if (!parsed.ok()) return send_error(res, 400, parsed.error().message, parsed.error().param);
   OpenAiRequest& request = *parsed;
 

@@ -70,6 +70,20 @@ TEST(Gbnf, PartialUtf8IsCheckedByteByByte) {
   EXPECT_TRUE(m.advance(half, std::string_view("a")).dead());
 }
 
+TEST(Gbnf, OnlyWellFormedUtf8Passes) {
+  const GrammarMatcher m = matcher("root ::= [^\"]*");
+  EXPECT_TRUE(m.accepts("{ \xC3\xA9 \xE6\x97\xA5 \xF0\x9F\x98\x80 }"));
+  EXPECT_FALSE(m.accepts("\xF0\x80\x81\xBB"));  // '{' spelled overlong in four bytes
+  EXPECT_FALSE(m.accepts("\xC1\xBF"));            // overlong two-byte form
+  EXPECT_FALSE(m.accepts("\xE0\x9F\xBF"));       // overlong three-byte form
+  EXPECT_FALSE(m.accepts("\xED\xA0\x80"));       // a surrogate
+  EXPECT_FALSE(m.accepts("\xF4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(m.accepts("\xF8\x88\x80\x80\x80"));
+  // The overlong form dies at its second byte: no valid character starts F0 80.
+  EXPECT_TRUE(m.advance(m.initial(), std::string_view("\xF0\x80")).dead());
+  EXPECT_FALSE(m.advance(m.initial(), std::string_view("\xF0\x9F")).dead());
+}
+
 TEST(Gbnf, RightRecursionKeepsStacksFlat) {
   const GrammarMatcher m = matcher("root ::= [a]* \"b\"");
   MatcherState s = m.initial();
