@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "test_models.h"
 
 namespace pagoda {
@@ -80,7 +82,6 @@ TEST_F(OpenAiRequestTest, FieldsNotImplementedAre400NamingThemNeverIgnored) {
     EXPECT_NE(r.error().message.find(field), std::string::npos);
   }
   EXPECT_EQ(param_of(completion(R"({"prompt": "x", "frobnicate": 1})")), "frobnicate");
-  EXPECT_EQ(param_of(completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})")), "response_format");
   EXPECT_EQ(param_of(completion(R"({"prompt": "x", "messages": []})")), "messages");  // a chat field on completions
   EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "prompt": "y"})")), "prompt");
   EXPECT_EQ(param_of(chat(R"({"messages": [{"role": "user", "content": "x"}], "echo": false})")), "echo");
@@ -94,6 +95,51 @@ TEST_F(OpenAiRequestTest, FieldsNotImplementedAre400NamingThemNeverIgnored) {
   EXPECT_TRUE(chat(R"({"messages": [{"role": "user", "content": "x", "name": null}], "tools": null,
                        "response_format": null})").ok());
   EXPECT_TRUE(completion(R"({"prompt": "x", "echo": false, "best_of": 2, "n": 2, "suffix": null})").ok());
+}
+
+TEST_F(OpenAiRequestTest, StructuredOutputFieldsCompileOrNameTheirProblem) {
+  auto obj = completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(obj.ok()) << obj.error().message;
+  ASSERT_NE(obj->gen.grammar, nullptr);
+  auto text = completion(R"({"prompt": "x", "response_format": {"type": "text"}})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->gen.grammar, nullptr);
+  auto schema = chat(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+      "json_schema": {"name": "person", "strict": true, "schema": {"type": "object", "properties":
+      {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}}}})");
+  ASSERT_TRUE(schema.ok()) << schema.error().message;
+  EXPECT_TRUE(schema->gen.grammar->matcher().accepts(R"({"name": "Ada"})"));
+  EXPECT_FALSE(schema->gen.grammar->matcher().accepts(R"({"nom": "Ada"})"));
+  // The same schema text compiles once: the second request gets the cached grammar.
+  auto again = chat(R"({"messages": [{"role": "user", "content": "y"}], "response_format": {"type": "json_schema",
+      "json_schema": {"name": "person", "strict": true, "schema": {"type": "object", "properties":
+      {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}}}})");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->gen.grammar, schema->gen.grammar);
+  EXPECT_TRUE(completion(R"({"prompt": "x", "grammar": "root ::= [a-z]+"})").ok());
+  EXPECT_TRUE(completion(R"({"prompt": "x", "guided_choice": ["a", "b"]})").ok());
+  EXPECT_TRUE(completion(R"({"prompt": "x", "json_schema": {"type": "integer"}})").ok());
+  for (const auto& [body, param, needle] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {R"({"prompt": "x", "response_format": {"type": "xml"}})", "response_format", "'xml'"},
+           {R"({"prompt": "x", "response_format": "json"})", "response_format", "'type'"},
+           {R"({"prompt": "x", "response_format": {"type": "json_schema"}})", "response_format", "'name' and 'schema'"},
+           {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"schema": {}}}})",
+            "response_format", "name' is required"},
+           {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "n",
+               "schema": {"type": "object", "if": {}}}}})", "response_format", "'if'"},
+           {R"({"prompt": "x", "response_format": {"type": "json_object", "schema": {}}})", "response_format",
+            "'response_format.schema'"},
+           {R"({"prompt": "x", "grammar": "root ::= [a-"})", "grammar", "unterminated"},
+           {R"({"prompt": "x", "grammar": 5})", "grammar", "GBNF"},
+           {R"({"prompt": "x", "json_schema": {"type": "string", "pattern": "(?<=a)b"}})", "json_schema", "lookaround"},
+           {R"({"prompt": "x", "guided_choice": []})", "guided_choice", "non-empty"},
+           {R"({"prompt": "x", "grammar": "root ::= [a]", "guided_choice": ["a"]})", "guided_choice", "give one"},
+       }) {
+    auto r = completion(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().param, param) << body;
+    EXPECT_NE(r.error().message.find(needle), std::string::npos) << body << " -> " << r.error().message;
+  }
 }
 
 TEST_F(OpenAiRequestTest, KnownFieldsAreChecked) {
