@@ -12,8 +12,13 @@ bool present(const json& body, std::string_view key) {
   return it != body.end() && !it->is_null();
 }
 
+// Real schemas are a few KiB; the cap keeps a hostile one from costing much to convert.
+constexpr size_t kMaxSchemaBytes = 256 << 10;
+
 Result<std::string> schema_gbnf(const json& schema, const char* param) {
   if (!schema.is_object() && !schema.is_boolean()) return make_field_error(param, std::string("'") + param + "' must be a JSON Schema object");
+  if (schema.dump().size() > kMaxSchemaBytes)
+    return make_field_error(param, std::string("'") + param + "': the schema is larger than 256 KiB");
   auto gbnf = grammar::json_schema_to_gbnf(schema);
   if (!gbnf.ok()) return make_field_error(param, "'" + std::string(param) + "': " + gbnf.error().message);
   return gbnf;

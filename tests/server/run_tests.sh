@@ -7,8 +7,8 @@ binary="$(realpath "$1")"
 shared="$(realpath "$2")"
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
-if [ ! -d node_modules/openai ]; then
-  echo "run_tests.sh: installing the npm packages (openai)"
+if [ ! -d node_modules/openai ] || [ ! -d node_modules/@langchain/openai ]; then
+  echo "run_tests.sh: installing the npm packages (openai, ai, @ai-sdk/openai-compatible, @langchain/openai, zod)"
   npm ci --no-audit --no-fund >/dev/null
 fi
 export PAGODA_BINARY="$binary" PAGODA_MODEL_PATH="$shared/models/stories260K.gguf"
@@ -33,6 +33,8 @@ echo "== load test"
 node load_test.mjs
 echo "== lifecycle"
 node --test --test-reporter=spec lifecycle.test.mjs
+echo "== structured outputs (OpenAI client, AI SDK, LangChain)"
+node --test --test-reporter=spec structured_outputs.test.mjs
 echo "== chat templates"
 node --test --test-reporter=spec chat_template.test.mjs
 echo "== verified anchors"
