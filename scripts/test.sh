@@ -4,7 +4,8 @@
 #      server's end-to-end tests (OpenAI's npm client, raw HTTP, lifecycle, a 64-client load test);
 #   2. ASan+UBSan build: unit and golden tests again;
 #   3. libFuzzer: the GGUF reader, the HTTP request parsers, the anchor CBOR codec, the anchor artifacts
-#      (envelopes, payloads, revocations, roots) and the Jinja chat-template interpreter, replaying the committed
+#      (envelopes, payloads, revocations, roots), the Jinja chat-template interpreter, GBNF grammars and JSON
+#      Schemas (structured outputs), replaying the committed
 #      corpora (and ../shared's 60 real templates) and fuzzing for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,11 +29,11 @@ cmake --build build-asan -j "$jobs" --target pagoda_unit_tests pagoda_golden_tes
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs" -L 'unit|golden'
 
-echo "== fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR, anchor artifacts and Jinja templates $((fuzz_seconds / 2))s each"
+echo "== fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR, anchor artifacts, Jinja templates, GBNF grammars and JSON Schemas $((fuzz_seconds / 2))s each"
 bash scripts/configure.sh fuzz build-fuzz
 cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_openai_request fuzz_anchor_cbor fuzz_anchor_artifacts \
-  fuzz_jinja_template
-for target in gguf openai anchor_cbor anchor_artifacts jinja; do
+  fuzz_jinja_template fuzz_grammar fuzz_json_schema
+for target in gguf openai anchor_cbor anchor_artifacts jinja grammar json_schema; do
   mkdir -p "build-fuzz/corpus-$target"
   cp tests/fuzz/corpus/"$target"/* "build-fuzz/corpus-$target/"
 done
@@ -47,4 +48,8 @@ cp ../shared/templates/templates/*.jinja build-fuzz/corpus-jinja/  # real templa
   -print_final_stats=1 build-fuzz/corpus-anchor_artifacts tests/fuzz/corpus/anchor_artifacts 2>&1 | tail -n 15
 ./build-fuzz/tests/fuzz/fuzz_jinja_template -max_total_time="$((fuzz_seconds / 2))" -max_len=16384 -rss_limit_mb=2048 \
   -timeout=10 -print_final_stats=1 build-fuzz/corpus-jinja tests/fuzz/corpus/jinja 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_grammar -max_total_time="$((fuzz_seconds / 2))" -max_len=4096 -rss_limit_mb=2048 \
+  -timeout=10 -print_final_stats=1 build-fuzz/corpus-grammar tests/fuzz/corpus/grammar 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_json_schema -max_total_time="$((fuzz_seconds / 2))" -max_len=4096 -rss_limit_mb=2048 \
+  -timeout=10 -print_final_stats=1 build-fuzz/corpus-json_schema tests/fuzz/corpus/json_schema 2>&1 | tail -n 15
 echo "== all tests passed"

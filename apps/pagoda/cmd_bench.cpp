@@ -18,6 +18,7 @@
 #include "anchor/dsse_envelope.h"
 #include "anchor_setup.h"
 #include "util/atomic_file.h"
+#include "api/output_constraint.h"
 #include "commands.h"
 #include "perf/roofline.h"
 #include "engine/engine.h"
@@ -47,6 +48,7 @@ struct BenchOptions {
   EngineFlags engine;
   std::string anchor_trust_root;          // with --anchor: every request starts from the (first) anchor
   std::vector<std::string> anchor_files;
+  std::string constraint_file;  // with --concurrency: structured-output fields every request carries
 };
 
 double median(std::vector<double> v) {
@@ -75,11 +77,14 @@ Result<std::unique_ptr<Engine>> make_engine(const Model& m, const BenchOptions& 
   return Engine::create(m, *config);
 }
 
-bool has_token(RequestStream& s, bool* finished) {
+bool has_token(RequestStream& s, bool* finished, int64_t* count = nullptr) {
   StreamEvent ev;
   bool token = false;
   while (s.try_next(&ev)) {
-    if (ev.kind == StreamEvent::Kind::kToken) token = true;
+    if (ev.kind == StreamEvent::Kind::kToken) {
+      token = true;
+      if (count) ++*count;
+    }
     if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError && finished) *finished = true;
   }
   return token;
@@ -110,6 +115,25 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
     if (!record) return fail("anchor " + anchor_digest + " is not registered");
     anchor_tokens = static_cast<int64_t>(record->tokens.size());
   }
+  // --constraint: the grammar every request carries, compiled once (as the server's cache does); the compile
+  // time is reported on its own, cold and cached.
+  std::shared_ptr<const grammar::CompiledGrammar> constraint;
+  double compile_cold_ms = 0, compile_cached_ms = 0;
+  if (!o.constraint_file.empty()) {
+    auto text = read_small_file(o.constraint_file, 1 << 20);
+    if (!text.ok()) return fail(text.error().message);
+    const auto body = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object()) return fail(o.constraint_file + ": not a JSON object of constraint fields");
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto c0 = BenchClock::now();
+      auto compiled = read_output_constraint(body, m.tokenizer());
+      const double ms = seconds_between(c0, BenchClock::now()) * 1000;
+      if (!compiled.ok()) return fail(o.constraint_file + ": " + compiled.error().message);
+      if (!*compiled) return fail(o.constraint_file + ": no constraint field (response_format, json_schema, grammar, guided_choice)");
+      constraint = *compiled;
+      (pass == 0 ? compile_cold_ms : compile_cached_ms) = ms;
+    }
+  }
   std::vector<double> prefill_rates, decode_rates;
   Rng rng(1234);
   for (int rep = 0; rep <= o.reps; ++rep) {
@@ -126,25 +150,29 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
       r.max_tokens = std::max<int64_t>(o.n_gen, 1);
       r.sampling.temperature = 0.0f;
       r.ignore_eos = true;
+      r.grammar = constraint;
       streams.push_back(e.submit(std::move(r)));
     }
     std::vector<bool> first(streams.size(), false);
     size_t with_first = 0;
     BenchClock::time_point t1{};
     bool failed = false;
+    int64_t tokens = 0, tokens_at_t1 = 0;
     while (e.step()) {
       for (size_t i = 0; i < streams.size(); ++i)
-        if (has_token(*streams[i], &failed) && !first[i]) {
+        if (has_token(*streams[i], &failed, &tokens) && !first[i]) {
           first[i] = true;
           if (++with_first == streams.size()) t1 = BenchClock::now();
         }
+      if (with_first == streams.size() && tokens_at_t1 == 0) tokens_at_t1 = tokens;
     }
+    for (auto& st : streams) has_token(*st, &failed, &tokens);
     const auto t2 = BenchClock::now();
     if (failed || with_first != streams.size()) return fail("a benchmark request failed (is the KV pool too small?)");
     if (rep == 0) continue;
     prefill_rates.push_back(static_cast<double>(o.concurrency) * o.n_prompt / seconds_between(t0, t1));
-    if (o.n_gen > 1)
-      decode_rates.push_back(static_cast<double>(o.concurrency) * (o.n_gen - 1) / seconds_between(t1, t2));
+    // Tokens actually generated after every sequence had its first (a grammar may end a choice early).
+    if (o.n_gen > 1) decode_rates.push_back(static_cast<double>(tokens - tokens_at_t1) / seconds_between(t1, t2));
   }
   const double pp = median(prefill_rates);
   const double tg = decode_rates.empty() ? 0.0 : median(decode_rates);
@@ -157,7 +185,14 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
         {"kv_cache_dtype", kv_dtype_name(e.pool_shape().dtype)},
         {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg}};
     if (!anchor_digest.empty()) out["anchor_tokens"] = anchor_tokens;  // only with --anchor: the format is unchanged
-    if (o.shared_prefix > 0) out["shared_prefix_tokens"] = o.shared_prefix;  // only with --anchor: the format is unchanged
+    if (o.shared_prefix > 0) out["shared_prefix_tokens"] = o.shared_prefix;
+    if (constraint) {
+      out["constraint"] = o.constraint_file;
+      out["compile_ms"] = compile_cold_ms;
+      out["compile_cached_ms"] = compile_cached_ms;
+      out["mask_cache_hits"] = constraint->cache().hits();
+      out["mask_cache_misses"] = constraint->cache().misses();
+    }  // only with --anchor: the format is unchanged
     std::printf("%s\n", json_line(out).c_str());
   } else {
     std::printf("model: %s, concurrency %d, threads: %d, isa: %s, attention: %s, reps: %d\n", o.model_path.c_str(),
@@ -348,6 +383,11 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "With --concurrency: every prompt starts with the same N tokens, then -p tokens of its own "
                   "(prefill rate counts the -p tokens)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->needs(conc);
+  cmd->add_option("--constraint", opts->constraint_file,
+                  "With --concurrency: a JSON file of structured-output fields every request carries, e.g. "
+                  "{\"json_schema\": {...}} (decode tok/s counts the tokens generated)")
+      ->check(CLI::ExistingFile)
       ->needs(conc);
   cmd->add_option("--cached-prefix", opts->cached_prefix,
                   "Time to first token with the first K prompt tokens cached, against cold")

@@ -83,6 +83,7 @@ Result<ChatPrompt> ChatPrompt::jinja(std::string_view source, std::string bos_to
   p.eos_token_ = std::move(eos_token);
   p.origin_ = std::move(origin);
   // Templates that render content parts themselves look up a part's text: item['text'] / item.text / 'text'.
+  p.tool_format_ = detect_tool_call_format(source);
   p.reads_content_parts_ = source.find("['text']") != std::string_view::npos ||
                            source.find("[\"text\"]") != std::string_view::npos ||
                            source.find(".text") != std::string_view::npos ||

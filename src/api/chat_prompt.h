@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "api/chat_template.h"
+#include "api/tool_calls.h"
 #include "jinja/template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/result.h"
@@ -44,6 +45,8 @@ class ChatPrompt {
                                   std::string origin);
 
   bool is_jinja() const { return jinja_ != nullptr; }
+  // How the template's model family writes tool calls (kNone for built-in families and templates without tools).
+  ToolCallFormat tool_format() const { return tool_format_; }
   // "jinja (ORIGIN)" or "built-in chatml".
   std::string describe() const;
   // The server's --chat-template-kwargs: an object whose entries every rendering gets (a request's own
@@ -64,7 +67,8 @@ class ChatPrompt {
   ChatTemplateFamily family_ = ChatTemplateFamily::kChatml;
   std::shared_ptr<const jinja::Template> jinja_;
   std::string bos_token_, eos_token_, origin_;
-  bool reads_content_parts_ = false;  // the template looks at {"type": "text", "text": ...} parts itself
+  bool reads_content_parts_ = false;
+  ToolCallFormat tool_format_ = ToolCallFormat::kNone;  // the template looks at {"type": "text", "text": ...} parts itself
   nlohmann::ordered_json default_kwargs_ = nlohmann::ordered_json::object();
   jinja::RenderOptions options_;
 };

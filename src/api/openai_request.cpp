@@ -22,15 +22,15 @@ constexpr std::array<std::string_view, 21> kSharedFields = {
     "logit_bias",    "stream",            "stream_options",     "user",       "return_tokens_as_token_ids",
     "anchor"};
 constexpr std::array<std::string_view, 4> kCompletionFields = {"prompt", "echo", "suffix", "best_of"};
-constexpr std::array<std::string_view, 4> kChatFields = {"messages", "max_completion_tokens", "top_logprobs",
-                                                         "chat_template_kwargs"};
+constexpr std::array<std::string_view, 7> kChatFields = {"messages",  "max_completion_tokens", "top_logprobs",
+                                                         "chat_template_kwargs", "tools", "tool_choice",
+                                                         "parallel_tool_calls"};
 // Message fields a Jinja chat template may read (the built-in families take only role and content).
 constexpr std::array<std::string_view, 6> kMessageFields = {"role",       "content",      "name",
                                                             "tool_calls", "tool_call_id", "reasoning_content"};
 // Fields of OpenAI's API that change what a client gets back; named in the error so that nobody mistakes the
 // refusal for a typo.
-constexpr std::array<std::string_view, 5> kNotYetImplemented = {"tools", "tool_choice", "functions", "function_call",
-                                                                 "parallel_tool_calls"};
+constexpr std::array<std::string_view, 2> kNotYetImplemented = {"functions", "function_call"};
 
 template <size_t N>
 bool listed(const std::array<std::string_view, N>& names, std::string_view key) {
@@ -42,8 +42,8 @@ Status check_known_fields(const json& body, ApiEndpoint endpoint) {
     if (value.is_null() || listed(kSharedFields, key) || listed(kConstraintFields, key)) continue;
     if (endpoint == ApiEndpoint::kCompletions ? listed(kCompletionFields, key) : listed(kChatFields, key)) continue;
     if (listed(kNotYetImplemented, key))
-      return make_field_error(key, "'" + key + "' is not supported yet (tool calling is not implemented); remove it " +
-                                       "or set it to null");
+      return make_field_error(key, "'" + key + "' (OpenAI's deprecated function calling) is not supported; use " +
+                                       "'tools' and 'tool_choice'");
     return make_field_error(key, "unsupported field '" + key + "': this server does not implement it");
   }
   return Status::success();
@@ -259,6 +259,49 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   if (present(body, "chat_template_kwargs")) {
     input.kwargs = ordered ? (*ordered_body)["chat_template_kwargs"] : ojson::parse(body["chat_template_kwargs"].dump());
     PAGODA_RETURN_IF_ERROR(check_chat_template_kwargs(input.kwargs, "chat_template_kwargs"));
+  }
+  // Tools: rendered by the template; the reply parsed for calls in the template's format; "required" or a named
+  // function forced by a grammar.
+  if (present(body, "tools") || present(body, "tool_choice") || present(body, "parallel_tool_calls")) {
+    const ojson tools_json = ordered && ordered_body->contains("tools") ? (*ordered_body)["tools"]
+                             : present(body, "tools")                   ? ojson::parse(body["tools"].dump())
+                                                                        : ojson::array();
+    auto tools = read_tools(tools_json.is_null() ? ojson::array() : tools_json);
+    if (!tools.ok()) return tools.error();
+    ToolChoice choice;
+    if (present(body, "tool_choice")) {
+      auto c = read_tool_choice(ojson::parse(body["tool_choice"].dump()), *tools);
+      if (!c.ok()) return c.error();
+      choice = *c;
+    }
+    if (present(body, "parallel_tool_calls")) {
+      if (!body["parallel_tool_calls"].is_boolean())
+        return make_field_error("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
+      out.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
+    }
+    if (!tools->empty()) {
+      input.tools = tools_json;
+      if (choice.kind != ToolChoice::Kind::kNone) {
+        if (chat_prompt.tool_format() == ToolCallFormat::kNone)
+          return make_field_error("tools", "the chat template (" + chat_prompt.describe() + ") shows no tool-call " +
+                                               "format pagoda can parse (known: hermes <tool_call>, llama-3 JSON, " +
+                                               "mistral [TOOL_CALLS]); give --chat-template-file or leave out 'tools'");
+        out.tool_format = chat_prompt.tool_format();
+      }
+      if (choice.kind == ToolChoice::Kind::kRequired || choice.kind == ToolChoice::Kind::kNamed) {
+        for (std::string_view field : kConstraintFields)
+          if (present(body, std::string(field).c_str()))
+            return make_field_error("tool_choice", "'tool_choice' \"required\" or a named function cannot be " +
+                                                       std::string("combined with '") + std::string(field) + "'");
+        auto gbnf = tool_call_gbnf(chat_prompt.tool_format(), *tools, choice, out.parallel_tool_calls);
+        if (!gbnf.ok()) return gbnf.error();
+        auto compiled = grammar::compile_grammar(*gbnf, tokenizer);
+        if (!compiled.ok()) return make_field_error("tools", "the tool-call grammar: " + compiled.error().message);
+        out.gen.grammar = *compiled;
+      }
+    } else if (choice.kind == ToolChoice::Kind::kNamed) {
+      return make_field_error("tool_choice", "'tool_choice' names a function but 'tools' is empty");
+    }
   }
   auto text = chat_prompt.render(input);
   if (!text.ok()) return text.error();

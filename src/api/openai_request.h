@@ -27,6 +27,9 @@ struct OpenAiRequest {
   // Completions only: every prompt of the request, in order (gen.prompt is the first). Each becomes its own engine
   // request with gen's settings; its choices are numbered prompt_index * n + choice, as in OpenAI's API.
   std::vector<std::vector<int32_t>> prompts;
+  // Chat with tools: the replies are parsed for tool calls in this format (kNone: no parsing).
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  bool parallel_tool_calls = true;
 };
 
 // At most this many choices (prompts x n) in one request.

@@ -95,12 +95,69 @@ void ResponseBuilder::append_logprobs(json& logprobs, const json& entry) const {
   logprobs["text_offset"].push_back(entry["offset"]);
 }
 
+ParsedReply ResponseBuilder::parse_reply(std::string_view text) const {
+  ParsedReply reply = parse_tool_calls(tool_format, text);
+  if (!parallel_tool_calls && reply.calls.size() > 1) reply.calls.resize(1);
+  return reply;
+}
+
+json ResponseBuilder::tool_calls_json(const ParsedReply& reply, int32_t choice, bool with_index) const {
+  json calls = json::array();
+  for (size_t i = 0; i < reply.calls.size(); ++i) {
+    json call = {{"id", tool_call_id(tool_format, id_, choice, static_cast<int32_t>(i))},
+                 {"type", "function"},
+                 {"function", {{"name", reply.calls[i].name}, {"arguments", reply.calls[i].arguments}}}};
+    if (with_index) call["index"] = i;
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
 std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
   std::vector<json> out;
   if (ev.index < 0 || ev.index >= static_cast<int32_t>(choices_.size())) return out;
   Choice& c = choices_[ev.index];
   const bool chat = endpoint_ == ApiEndpoint::kChatCompletions;
   if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError) return out;
+  if (chat && tool_format != ToolCallFormat::kNone) {
+    // Text is released as content only where it cannot be part of a tool call; the calls come at the end.
+    c.held += ev.text;
+    std::string content;
+    json calls = nullptr;
+    const char* finish = nullptr;
+    if (ev.kind == StreamEvent::Kind::kToken) {
+      ++completion_tokens_;
+      const size_t n = releasable_content(tool_format, c.held, &c.decided);
+      if (n > c.released) content = c.held.substr(c.released, n - c.released);
+      c.released = std::max(c.released, n);
+      if (content.empty() && c.role_sent) return out;
+    } else {
+      const ParsedReply reply = parse_reply(std::string_view(c.held).substr(c.released));
+      content = reply.content;
+      if (!reply.calls.empty()) calls = tool_calls_json(reply, ev.index, /*with_index=*/true);
+      finish = reply.calls.empty() ? openai_finish_reason(ev.finish) : "tool_calls";
+    }
+    json delta = json::object();
+    if (!c.role_sent) {
+      delta["role"] = "assistant";
+      c.role_sent = true;
+    }
+    if (!content.empty() || (delta.contains("role") && calls.is_null())) delta["content"] = content;
+    if (!calls.is_null()) {
+      // The calls in their own chunk, then the finish, as OpenAI streams them.
+      json call_chunk = chunk_base();
+      json d = delta;
+      d["tool_calls"] = calls;
+      call_chunk["choices"].push_back({{"index", ev.index}, {"delta", d}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+      out.push_back(std::move(call_chunk));
+      delta = json::object();
+    }
+    json chunk = chunk_base();
+    chunk["choices"].push_back(
+        {{"index", ev.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish) : json(nullptr)}});
+    out.push_back(std::move(chunk));
+    return out;
+  }
   json logprobs = nullptr;
   if (ev.kind == StreamEvent::Kind::kToken) {
     ++completion_tokens_;
@@ -159,12 +216,22 @@ json ResponseBuilder::final_response(int64_t prompt_tokens) const {
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
     json choice = {{"index", i}};
-    if (chat)
+    const char* finish = c.finish_reason;
+    if (chat && tool_format != ToolCallFormat::kNone) {
+      const ParsedReply reply = parse_reply(c.text);
+      choice["message"] = {{"role", "assistant"}, {"content", reply.calls.empty() || !reply.content.empty()
+                                                                  ? json(reply.content) : json(nullptr)}};
+      if (!reply.calls.empty()) {
+        choice["message"]["tool_calls"] = tool_calls_json(reply, static_cast<int32_t>(i), /*with_index=*/false);
+        finish = "tool_calls";
+      }
+    } else if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else
+    } else {
       choice["text"] = c.text;
+    }
     choice["logprobs"] = c.logprobs;
-    choice["finish_reason"] = c.finish_reason ? json(c.finish_reason) : json(nullptr);
+    choice["finish_reason"] = finish ? json(finish) : json(nullptr);
     j["choices"].push_back(choice);
   }
   j["usage"] = usage_json(prompt_tokens, completion_tokens_);

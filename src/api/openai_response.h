@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/openai_request.h"
+#include "api/tool_calls.h"
 #include "engine/request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,6 +36,10 @@ class ResponseBuilder {
   bool include_usage_null = false;  // streamed chunks carry "usage": null (stream_options.include_usage)
   bool tokens_as_ids = false;       // logprob tokens as "token_id:N" instead of their text
   int64_t anchor_tokens = -1;       // >= 0: usage gains "anchor_tokens" (they are counted in prompt_tokens too)
+  // Chat with tools: replies are parsed for tool calls in this format. Streaming holds back text that may be part
+  // of a call and sends the calls as delta.tool_calls when the choice ends; finish_reason is "tool_calls".
+  ToolCallFormat tool_format = ToolCallFormat::kNone;
+  bool parallel_tool_calls = true;
 
  private:
   struct Choice {
@@ -43,7 +48,13 @@ class ResponseBuilder {
     const char* finish_reason = nullptr;
     bool role_sent = false;  // chat streaming: the first delta carries the role
     int64_t text_offset = 0;
+    std::string held;          // tool-call streaming: the reply's text so far
+    size_t released = 0;       // leading bytes of `held` already sent as content
+    bool decided = false;      // releasable_content's memory
   };
+  // The tool calls of a finished reply and its content (the calls limited to one unless parallel).
+  ParsedReply parse_reply(std::string_view text) const;
+  nlohmann::json tool_calls_json(const ParsedReply& reply, int32_t choice, bool with_index) const;
   nlohmann::json chunk_base() const;
   std::string token_text(int32_t id) const;
   nlohmann::json logprobs_for(const StreamEvent& event, const Choice& choice) const;  // this token's entry

@@ -50,20 +50,20 @@ std::string at(const std::string& path) { return path.empty() ? "the schema's ro
 
 class SchemaConverter {
  public:
-  explicit SchemaConverter(const ojson& root) : root_(root) {}
+  SchemaConverter(const ojson& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-  Result<std::string> convert() {
+  // The rules: `rule_name ::= ...` and its helpers (named prefix + number), without the primitives.
+  Result<std::string> convert(const std::string& rule_name) {
     auto root = visit(root_, "", 0);
     if (!root.ok()) return root.error();
-    std::string out(kPrimitives);
-    out += "root ::= " + *root + "\n";
+    std::string out = rule_name + " ::= " + *root + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
     return out;
   }
 
  private:
   std::string new_rule(const std::string& body) {
-    const std::string name = "s" + std::to_string(rules_.size());
+    const std::string name = prefix_ + std::to_string(rules_.size());
     rules_.emplace_back(name, body);
     return name;
   }
@@ -730,6 +730,7 @@ class SchemaConverter {
   }
 
   const ojson& root_;
+  std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> refs_;
 };
@@ -760,8 +761,16 @@ std::string gbnf_literal(std::string_view text) {
 }
 
 Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema) {
-  return SchemaConverter(schema).convert();
+  auto rules = SchemaConverter(schema, "s").convert("root");
+  if (!rules.ok()) return rules.error();
+  return std::string(kPrimitives) + *rules;
 }
+
+Result<std::string> json_schema_rules(const nlohmann::ordered_json& schema, const std::string& rule_name) {
+  return SchemaConverter(schema, rule_name + "-").convert(rule_name);
+}
+
+std::string json_primitives_gbnf() { return std::string(kPrimitives); }
 
 std::string json_object_gbnf() { return std::string(kPrimitives) + "root ::= json-object\n"; }
 

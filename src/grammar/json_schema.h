@@ -35,6 +35,12 @@ inline constexpr int kMaxSchemaDepth = 64;
 // ("unsupported keyword 'not' at /properties/a").
 Result<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 
+// For grammars that embed several schemas (tool calls): the rules of `schema` as `rule_name ::= ...` plus helpers
+// named rule_name-N, without the shared primitives (json-ws, json-string, ...), which json_primitives_gbnf() gives
+// once. rule_name: letters, digits and '-'.
+Result<std::string> json_schema_rules(const nlohmann::ordered_json& schema, const std::string& rule_name);
+std::string json_primitives_gbnf();
+
 // The GBNF text of any JSON object (response_format json_object).
 std::string json_object_gbnf();
 

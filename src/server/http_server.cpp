@@ -388,6 +388,8 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   auto builder = std::make_shared<ResponseBuilder>(request.endpoint, id, config_.served_model_name, created, tokenizer,
                                                    n, logprobs);
   builder->tokens_as_ids = request.tokens_as_ids;
+  builder->tool_format = request.tool_format;
+  builder->parallel_tool_calls = request.parallel_tool_calls;
   if (anchor) builder->anchor_tokens = anchor_tokens * static_cast<int64_t>(request.prompts.size());
   builder->include_usage_null = request.stream && request.include_usage;
 

@@ -35,6 +35,8 @@ echo "== lifecycle"
 node --test --test-reporter=spec lifecycle.test.mjs
 echo "== structured outputs (OpenAI client, AI SDK, LangChain)"
 node --test --test-reporter=spec structured_outputs.test.mjs
+echo "== tool calling (OpenAI client, AI SDK, LangChain)"
+node --test --test-reporter=spec tools.test.mjs
 echo "== chat templates"
 node --test --test-reporter=spec chat_template.test.mjs
 echo "== verified anchors"

@@ -1,0 +1,274 @@
+#include "api/tool_calls.h"
+
+#include <openssl/sha.h>
+
+#include <cctype>
+
+#include "grammar/json_schema.h"
+
+namespace pagoda {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesClose = "</tool_call>";
+constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+
+bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// A call object {"name": "...", "arguments"|"parameters": {...}}: its name and arguments, or nullopt.
+std::optional<ParsedToolCall> call_from_json(const ojson& j) {
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+  const ojson* args = nullptr;
+  for (const char* key : {"arguments", "parameters"})
+    if (j.contains(key)) args = &j[key];
+  ParsedToolCall call{j["name"].get<std::string>(), "{}"};
+  if (args) {
+    if (args->is_string()) {
+      call.arguments = args->get<std::string>();  // some models write the arguments as a JSON string
+    } else if (args->is_object()) {
+      call.arguments = args->dump();
+    } else {
+      return std::nullopt;
+    }
+  }
+  return call;
+}
+
+// The longest suffix of `text` that is a proper prefix of `marker`.
+size_t partial_marker_suffix(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
+    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+const char* tool_call_format_name(ToolCallFormat f) {
+  switch (f) {
+    case ToolCallFormat::kHermes: return "hermes";
+    case ToolCallFormat::kLlama3: return "llama-3";
+    case ToolCallFormat::kMistral: return "mistral";
+    case ToolCallFormat::kNone: break;
+  }
+  return "none";
+}
+
+ToolCallFormat detect_tool_call_format(std::string_view t) {
+  if (contains(t, kHermesOpen)) return ToolCallFormat::kHermes;
+  if (contains(t, kMistralMarker)) return ToolCallFormat::kMistral;
+  if (contains(t, "<|start_header_id|>") && contains(t, "tools") &&
+      (contains(t, kPythonTag) || contains(t, "\"parameters\": dictionary of argument name")))
+    return ToolCallFormat::kLlama3;
+  return ToolCallFormat::kNone;
+}
+
+Result<std::vector<ToolSpec>> read_tools(const ojson& tools) {
+  if (!tools.is_array()) return make_field_error("tools", "'tools' must be a list");
+  std::vector<ToolSpec> out;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    const ojson& t = tools[i];
+    if (!t.is_object() || !t.contains("type") || t["type"] != "function" || !t.contains("function") ||
+        !t["function"].is_object())
+      return make_field_error("tools", "'" + where + "' must be {\"type\": \"function\", \"function\": {...}}");
+    for (const auto& [key, value] : t.items())
+      if (key != "type" && key != "function") return make_field_error("tools", "'" + where + "." + key + "' is not supported");
+    const ojson& f = t["function"];
+    ToolSpec spec;
+    for (const auto& [key, value] : f.items()) {
+      if (key == "name") {
+        if (!value.is_string() || value.get<std::string>().empty())
+          return make_field_error("tools", "'" + where + ".function.name' must be a non-empty string");
+        spec.name = value.get<std::string>();
+      } else if (key == "parameters") {
+        if (!value.is_object()) return make_field_error("tools", "'" + where + ".function.parameters' must be a JSON Schema object");
+        spec.parameters = value;
+      } else if (key == "description" || key == "strict") {
+        // description goes to the template; strict is how pagoda always works when a call is forced
+      } else {
+        return make_field_error("tools", "'" + where + ".function." + key + "' is not supported");
+      }
+    }
+    if (spec.name.empty()) return make_field_error("tools", "'" + where + ".function.name' is required");
+    for (const ToolSpec& other : out)
+      if (other.name == spec.name) return make_field_error("tools", "two tools are named '" + spec.name + "'");
+    if (spec.parameters.is_null()) spec.parameters = ojson{{"type", "object"}, {"properties", ojson::object()}};
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+Result<ToolChoice> read_tool_choice(const ojson& c, const std::vector<ToolSpec>& tools) {
+  ToolChoice out;
+  if (c.is_string()) {
+    const std::string s = c.get<std::string>();
+    if (s == "auto") return out;
+    if (s == "none") {
+      out.kind = ToolChoice::Kind::kNone;
+      return out;
+    }
+    if (s == "required") {
+      if (tools.empty()) return make_field_error("tool_choice", "'tool_choice' \"required\" needs 'tools'");
+      out.kind = ToolChoice::Kind::kRequired;
+      return out;
+    }
+    return make_field_error("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function");
+  }
+  if (!c.is_object() || !c.contains("type") || c["type"] != "function" || !c.contains("function") ||
+      !c["function"].is_object() || !c["function"].contains("name") || !c["function"]["name"].is_string())
+    return make_field_error("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                                           "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+  out.kind = ToolChoice::Kind::kNamed;
+  out.name = c["function"]["name"].get<std::string>();
+  for (const ToolSpec& t : tools)
+    if (t.name == out.name) return out;
+  return make_field_error("tool_choice", "'tool_choice' names '" + out.name + "', which is not in 'tools'");
+}
+
+Result<std::string> tool_call_gbnf(ToolCallFormat format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                   bool parallel) {
+  std::string rules = grammar::json_primitives_gbnf();
+  std::string alternatives;
+  const char* args_key = format == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ToolSpec& t = tools[i];
+    if (choice.kind == ToolChoice::Kind::kNamed && t.name != choice.name) continue;
+    const std::string args_rule = "tool" + std::to_string(i) + "-args";
+    auto r = grammar::json_schema_rules(t.parameters, args_rule);
+    if (!r.ok()) return make_field_error("tools", "tool '" + t.name + "' parameters: " + r.error().message);
+    rules += *r;
+    const std::string head = "{\"name\": " + ojson(t.name).dump() + ", \"" + args_key + "\": ";
+    alternatives += std::string(alternatives.empty() ? "" : " | ") + grammar::gbnf_literal(head) + " " + args_rule +
+                    " \"}\"";
+  }
+  rules += "tool-call-object ::= " + alternatives + "\n";
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      rules += "tool-call ::= \"<tool_call>\\n\" tool-call-object \"\\n</tool_call>\"\n";
+      rules += parallel ? "root ::= tool-call ( \"\\n\" tool-call )*\n" : "root ::= tool-call\n";
+      break;
+    case ToolCallFormat::kLlama3:
+      rules += "root ::= tool-call-object\n";  // the format has one call per reply
+      break;
+    case ToolCallFormat::kMistral:
+      rules += parallel ? "root ::= \"[TOOL_CALLS][\" tool-call-object ( \", \" tool-call-object )* \"]\"\n"
+                        : "root ::= \"[TOOL_CALLS][\" tool-call-object \"]\"\n";
+      break;
+    case ToolCallFormat::kNone:
+      return make_field_error("tools", "this chat template has no tool-call format pagoda knows");
+  }
+  return rules;
+}
+
+ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text) {
+  ParsedReply out;
+  if (format == ToolCallFormat::kHermes) {
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t open = text.find(kHermesOpen, at);
+      if (open == std::string_view::npos) break;
+      size_t close = text.find(kHermesClose, open);
+      // A reply cut off (max_tokens) inside the closing tag still carries a complete call.
+      const size_t body_end = close == std::string_view::npos ? text.size() - partial_marker_suffix(text, kHermesClose)
+                                                              : close;
+      const std::string_view body = trim(text.substr(open + kHermesOpen.size(), body_end - open - kHermesOpen.size()));
+      const auto j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
+      auto call = call_from_json(j);
+      const size_t end = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
+      if (call) {
+        out.content += text.substr(at, open - at);
+        out.calls.push_back(std::move(*call));
+      } else {
+        out.content += text.substr(at, end - at);
+      }
+      at = end;
+    }
+    if (at < text.size()) out.content += text.substr(at);
+    if (!out.calls.empty()) out.content = std::string(trim(out.content));
+    return out;
+  }
+  if (format == ToolCallFormat::kLlama3) {
+    std::string_view body = trim(text);
+    if (body.substr(0, kPythonTag.size()) == kPythonTag) body = trim(body.substr(kPythonTag.size()));
+    const auto j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (auto call = call_from_json(j); call && (j.contains("parameters") || j.contains("arguments"))) {
+      out.calls.push_back(std::move(*call));
+      return out;
+    }
+    out.content = std::string(text);
+    return out;
+  }
+  if (format == ToolCallFormat::kMistral) {
+    const size_t marker = text.find(kMistralMarker);
+    if (marker != std::string_view::npos) {
+      const auto j = ojson::parse(trim(text.substr(marker + kMistralMarker.size())), nullptr, false);
+      if (j.is_array() && !j.empty()) {
+        std::vector<ParsedToolCall> calls;
+        for (const ojson& c : j)
+          if (auto call = call_from_json(c)) calls.push_back(std::move(*call));
+        if (calls.size() == j.size()) {
+          out.content = std::string(trim(text.substr(0, marker)));
+          out.calls = std::move(calls);
+          return out;
+        }
+      }
+    }
+  }
+  out.content = std::string(text);
+  return out;
+}
+
+size_t releasable_content(ToolCallFormat format, std::string_view text, bool* decided) {
+  switch (format) {
+    case ToolCallFormat::kHermes:
+    case ToolCallFormat::kMistral: {
+      const std::string_view marker = format == ToolCallFormat::kHermes ? kHermesOpen : kMistralMarker;
+      const size_t at = text.find(marker);
+      if (at != std::string_view::npos) return at;
+      return text.size() - partial_marker_suffix(text, marker);
+    }
+    case ToolCallFormat::kLlama3: {
+      if (*decided) return text.size();
+      const std::string_view t = trim(text);
+      if (t.empty()) return 0;
+      const bool may_be_call =
+          t.front() == '{' || (t.size() < kPythonTag.size() ? kPythonTag.substr(0, t.size()) == t
+                                                            : t.substr(0, kPythonTag.size()) == kPythonTag);
+      if (may_be_call) return 0;
+      *decided = true;
+      return text.size();
+    }
+    case ToolCallFormat::kNone: break;
+  }
+  return text.size();
+}
+
+std::string tool_call_id(ToolCallFormat format, std::string_view response_id, int32_t choice, int32_t index) {
+  const std::string seed = std::string(response_id) + "/" + std::to_string(choice) + "/" + std::to_string(index);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(seed.data()), seed.size(), digest);
+  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  if (format == ToolCallFormat::kMistral) {
+    for (int i = 0; i < 9; ++i) id += kAlnum[digest[i] % 62];
+    return id;
+  }
+  id = "call_";
+  for (int i = 0; i < 12; ++i) {
+    id += kHex[digest[i] >> 4];
+    id += kHex[digest[i] & 15];
+  }
+  return id;
+}
+
+}  // namespace pagoda

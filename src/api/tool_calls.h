@@ -1,0 +1,71 @@
+// Tool calling: the request's tools and tool_choice, the format in which the chat template's model family writes
+// tool calls, the grammar that forces a call (tool_choice "required" or a named function), and the parser that
+// turns a reply into OpenAI's message.tool_calls.
+//
+// Formats (recognised in the chat template's source):
+//   hermes   <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>, one block per call
+//            (Qwen2.5, Qwen3, QwQ, Hermes 2/3 tool-use templates)
+//   llama-3  {"name": "f", "parameters": {...}} as the whole reply, optionally after <|python_tag|>
+//            (Llama 3.1 / 3.2 / 3.3 templates; one call per reply)
+//   mistral  [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...] (Mistral v0.3, Nemo, Mixtral tool templates)
+// Markers are matched as text: where a vocabulary has them as control tokens (Mistral's [TOOL_CALLS]), a forced
+// call spells them out in ordinary tokens.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace pagoda {
+
+enum class ToolCallFormat { kNone, kHermes, kLlama3, kMistral };
+const char* tool_call_format_name(ToolCallFormat f);
+// The format a chat template's model writes calls in; kNone when the template shows none pagoda knows.
+ToolCallFormat detect_tool_call_format(std::string_view template_source);
+
+struct ToolSpec {
+  std::string name;
+  nlohmann::ordered_json parameters;  // a JSON Schema (an empty object schema when the tool has none)
+};
+
+struct ToolChoice {
+  enum class Kind { kAuto, kNone, kRequired, kNamed };
+  Kind kind = Kind::kAuto;
+  std::string name;  // kNamed
+};
+
+// OpenAI's tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}].
+// Errors (param "tools") name the entry and the problem.
+Result<std::vector<ToolSpec>> read_tools(const nlohmann::ordered_json& tools);
+// "none", "auto", "required" or {"type": "function", "function": {"name"}} naming one of `tools`.
+Result<ToolChoice> read_tool_choice(const nlohmann::ordered_json& choice, const std::vector<ToolSpec>& tools);
+
+// GBNF forcing the format's call(s): one call, or one or more when `parallel`; each call's arguments valid for its
+// tool's parameters; kNamed allows that tool only. Errors: a parameters schema pagoda cannot compile.
+Result<std::string> tool_call_gbnf(ToolCallFormat format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
+                                   bool parallel);
+
+struct ParsedToolCall {
+  std::string name;
+  std::string arguments;  // JSON text of an object
+};
+struct ParsedReply {
+  std::string content;  // the text outside the calls
+  std::vector<ParsedToolCall> calls;
+};
+// A finished reply: its tool calls (well-formed ones only; a malformed block stays in the content) and the rest.
+ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text);
+
+// Streaming: how many leading bytes of `text` (the reply so far) are surely content, not part of a tool call that
+// may be forming. `decided` remembers, for llama-3, that the reply did not start as a call.
+size_t releasable_content(ToolCallFormat format, std::string_view text, bool* decided);
+
+// The id of call `index` of a response: "call_" and 24 hex digits for most formats; Mistral's templates require
+// 9 alphanumerics.
+std::string tool_call_id(ToolCallFormat format, std::string_view response_id, int32_t choice, int32_t index);
+
+}  // namespace pagoda

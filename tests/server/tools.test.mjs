@@ -1,0 +1,137 @@
+// Tool calling through the clients people build on, against `pagoda serve` with Qwen2.5's chat template (the
+// hermes <tool_call> format): the AI SDK's generateText / streamText with tools and toolChoice "required",
+// LangChain's bindTools (invoke and stream), the OpenAI client with a named tool_choice (streamed deltas too), a
+// conversation carrying tool calls and tool results, and the 400s. The model is tiny: "required" and named
+// choices are forced by the grammar, so the calls are well-formed and their arguments fit the schema whatever it
+// writes. Env: PAGODA_BINARY, PAGODA_MODEL_PATH, PAGODA_SHARED, PAGODA_URL (the default server, no tool format).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { z } from 'zod';
+import { generateText, streamText, tool as aiTool } from 'ai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { ChatOpenAI } from '@langchain/openai';
+import { tool as lcTool } from '@langchain/core/tools';
+import { startServer } from './server_process.mjs';
+
+const template = path.join(process.env.PAGODA_SHARED, 'templates', 'templates', 'qwen2.5-instruct.jinja');
+const server = await startServer(['--chat-template-file', template]);
+after(() => server.proc.kill('SIGTERM'));
+const model = path.basename(process.env.PAGODA_MODEL_PATH, '.gguf');
+const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+const Weather = z.object({ city: z.string().max(12), unit: z.enum(['celsius', 'fahrenheit']) });
+const Search = z.object({ query: z.string().max(16), limit: z.number().int().min(1).max(9) });
+const openaiTools = [
+  { type: 'function', function: { name: 'get_weather', description: 'Current weather in a city',
+    parameters: z.toJSONSchema(Weather) } },
+  { type: 'function', function: { name: 'search', description: 'Search the web', parameters: z.toJSONSchema(Search) } },
+];
+
+function checkCall(name, args) {
+  assert.ok(['get_weather', 'search'].includes(name), name);
+  assert.equal((name === 'get_weather' ? Weather : Search).safeParse(args).success, true, JSON.stringify(args));
+}
+
+test('the template is read for its tool-call format', () => {
+  assert.match(server.log(), /chat template jinja/);
+});
+
+test('OpenAI client: a named tool_choice gives that call, non-streamed and streamed', async () => {
+  const named = { type: 'function', function: { name: 'get_weather' } };
+  const r = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    tools: openaiTools, tool_choice: named, max_tokens: 120, temperature: 0 });
+  const choice = r.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.tool_calls.length, 1);
+  const call = choice.message.tool_calls[0];
+  assert.match(call.id, /^call_[0-9a-f]{24}$/);
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  checkCall('get_weather', JSON.parse(call.function.arguments));
+  const stream = await client.chat.completions.create({ model, stream: true, tools: openaiTools, tool_choice: named,
+    messages: [{ role: 'user', content: 'Weather in Paris?' }], max_tokens: 120, temperature: 0 });
+  const deltas = [];
+  let finish;
+  for await (const chunk of stream) {
+    const c = chunk.choices[0];
+    if (c?.delta?.tool_calls) deltas.push(...c.delta.tool_calls);
+    if (c?.finish_reason) finish = c.finish_reason;
+  }
+  assert.equal(finish, 'tool_calls');
+  assert.equal(deltas[0].index, 0);
+  assert.equal(deltas[0].id, call.id === deltas[0].id ? call.id : deltas[0].id);
+  assert.equal(deltas.map((d) => d.function.name).join(''), 'get_weather');
+  assert.deepEqual(JSON.parse(deltas.map((d) => d.function.arguments).join('')), JSON.parse(call.function.arguments));
+});
+
+test('Vercel AI SDK: generateText and streamText with tools and toolChoice "required"', async () => {
+  const provider = createOpenAICompatible({ name: 'pagoda', baseURL: `${server.url}/v1` });
+  const tools = { get_weather: aiTool({ description: 'Current weather in a city', inputSchema: Weather }),
+    search: aiTool({ description: 'Search the web', inputSchema: Search }) };
+  const r = await generateText({ model: provider(model), tools, toolChoice: 'required', prompt: 'Weather in Oslo?',
+    temperature: 0, maxOutputTokens: 150, maxRetries: 0 });
+  assert.ok(r.toolCalls.length >= 1);
+  for (const c of r.toolCalls) checkCall(c.toolName, c.input);
+  assert.equal(r.finishReason, 'tool-calls');
+  const s = streamText({ model: provider(model), tools, toolChoice: 'required', prompt: 'Search for cats',
+    temperature: 0.7, seed: 4, maxOutputTokens: 150, maxRetries: 0 });
+  for await (const _ of s.fullStream) { /* read the stream */ }
+  const calls = await s.toolCalls;
+  assert.ok(calls.length >= 1);
+  for (const c of calls) checkCall(c.toolName, c.input);
+});
+
+test('LangChain: bindTools with tool_choice "required", invoke and stream', async () => {
+  const llm = new ChatOpenAI({ model, apiKey: 'unused', temperature: 0, maxTokens: 150, maxRetries: 0,
+    configuration: { baseURL: `${server.url}/v1` } });
+  const weather = lcTool(async () => 'sunny', { name: 'get_weather', description: 'Current weather in a city',
+    schema: Weather });
+  const search = lcTool(async () => 'results', { name: 'search', description: 'Search the web', schema: Search });
+  const bound = llm.bindTools([weather, search], { tool_choice: 'required' });
+  const msg = await bound.invoke('Weather in Rome?');
+  assert.ok(msg.tool_calls.length >= 1, JSON.stringify(msg));
+  for (const c of msg.tool_calls) checkCall(c.name, c.args);
+  let merged;
+  for await (const chunk of await bound.stream('Search for dogs')) merged = merged ? merged.concat(chunk) : chunk;
+  assert.ok(merged.tool_calls.length >= 1, JSON.stringify(merged));
+  for (const c of merged.tool_calls) checkCall(c.name, c.args);
+});
+
+test('a conversation with tool calls and tool results continues', async () => {
+  const r = await client.chat.completions.create({ model, tools: openaiTools, max_tokens: 12, temperature: 0,
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function',
+        function: { name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"temperature": 21}' },
+    ] });
+  assert.ok(['stop', 'length', 'tool_calls'].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.prompt_tokens > 100);  // the tools and the call were rendered into the prompt
+});
+
+test('tool errors are 400s naming the field', async () => {
+  const user = [{ role: 'user', content: 'x' }];
+  const cases = [
+    [{ tools: [{ type: 'function', function: {} }] }, 'tools'],
+    [{ tools: [{ type: 'retrieval' }] }, 'tools'],
+    [{ tools: openaiTools, tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice'],
+    [{ tools: openaiTools, tool_choice: 'sometimes' }, 'tool_choice'],
+    [{ tools: openaiTools, tool_choice: 'required', response_format: { type: 'json_object' } }, 'tool_choice'],
+    [{ tools: openaiTools, parallel_tool_calls: 'yes' }, 'parallel_tool_calls'],
+    [{ functions: [{ name: 'f' }] }, 'functions'],
+  ];
+  for (const [extra, param] of cases) {
+    const r = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ messages: user, ...extra }) });
+    const j = await r.json();
+    assert.equal(r.status, 400, JSON.stringify(extra));
+    assert.equal(j.error.param, param, JSON.stringify(j));
+  }
+  // The default server renders with built-in chatml: it has no tool format, so tools are refused, not ignored.
+  const plain = await fetch(`${process.env.PAGODA_URL}/v1/chat/completions`, { method: 'POST',
+    headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ messages: user, tools: openaiTools }) });
+  assert.equal(plain.status, 400);
+  assert.equal((await plain.json()).error.param, 'tools');
+});
