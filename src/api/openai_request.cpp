@@ -299,8 +299,8 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
         if (!compiled.ok()) return make_field_error("tools", "the tool-call grammar: " + compiled.error().message);
         out.gen.grammar = *compiled;
       }
-    } else if (choice.kind == ToolChoice::Kind::kNamed) {
-      return make_field_error("tool_choice", "'tool_choice' names a function but 'tools' is empty");
+    } else if (present(body, "tool_choice")) {
+      return make_field_error("tool_choice", "'tool_choice' is only allowed when 'tools' are given");
     }
   }
   auto text = chat_prompt.render(input);
