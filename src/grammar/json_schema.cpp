@@ -9,6 +9,8 @@
 #include <set>
 #include <string_view>
 
+#include "tokenizer/utf8.h"
+
 namespace pagoda::grammar {
 namespace {
 
@@ -488,26 +490,8 @@ class SchemaConverter {
       return buf;
     }
     std::string s;
-    append_cp(s, c);
+    append_utf8(s, c);
     return gbnf_literal(s);
-  }
-
-  static void append_cp(std::string& out, uint32_t c) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
   }
 
   static std::string class_char(uint32_t c) {

@@ -11,6 +11,21 @@ namespace pagoda::jinja {
 
 namespace {
 
+// Sets `ref` to `value` for the guard's scope and restores the old value when it ends, exceptions included: the
+// output redirections of capture(), macros and recursive loops, and the call-depth count.
+template <typename T>
+class ScopedValue {
+ public:
+  ScopedValue(T& ref, T value) : ref_(ref), old_(ref) { ref_ = value; }
+  ~ScopedValue() { ref_ = old_; }
+  ScopedValue(const ScopedValue&) = delete;
+  ScopedValue& operator=(const ScopedValue&) = delete;
+
+ private:
+  T& ref_;
+  T old_;
+};
+
 [[noreturn]] void limit_error(const std::string& message) { throw JinjaError("LimitExceeded", message); }
 
 // A {% macro %} (or the `caller` of a {% call %} block) bound to the scope it was defined in.
@@ -200,15 +215,10 @@ void Renderer::emit(std::string_view text) {
 
 std::string Renderer::capture(const ast::Body& body, Scope* scope) {
   std::string buffer;
-  std::string* saved = out_;
-  out_ = &buffer;
-  try {
+  {
+    const ScopedValue<std::string*> redirect(out_, &buffer);
     exec_body(body, new_scope(scope));
-  } catch (...) {
-    out_ = saved;
-    throw;
   }
-  out_ = saved;
   return buffer;
 }
 
@@ -317,19 +327,13 @@ void Renderer::exec_for(const ast::For& node, Scope* scope, const Value& iterabl
 }
 
 Value Renderer::recurse_loop(const ast::For& node, Scope* scope, const Value& iterable, int depth0) {
-  if (++call_depth_ > options_.max_call_depth) limit_error("recursive loop nested too deeply");
+  const ScopedValue<int> depth(call_depth_, call_depth_ + 1);
+  if (call_depth_ > options_.max_call_depth) limit_error("recursive loop nested too deeply");
   std::string buffer;
-  std::string* saved = out_;
-  out_ = &buffer;
-  try {
+  {
+    const ScopedValue<std::string*> redirect(out_, &buffer);
     exec_for(node, scope, iterable, depth0);
-  } catch (...) {
-    out_ = saved;
-    --call_depth_;
-    throw;
   }
-  out_ = saved;
-  --call_depth_;
   return Value(std::move(buffer));
 }
 
@@ -379,14 +383,11 @@ Value Renderer::invoke_macro(const ast::MacroDef& def, Scope* closure, CallArgs&
   if (!def.uses_varargs && args.positional.size() > n)
     throw_type_error("macro '" + def.name + "' takes not more than " + std::to_string(n) + " argument(s)");
 
-  if (++call_depth_ > options_.max_call_depth) {
-    --call_depth_;
-    limit_error("macro calls nested too deeply");
-  }
+  const ScopedValue<int> depth(call_depth_, call_depth_ + 1);
+  if (call_depth_ > options_.max_call_depth) limit_error("macro calls nested too deeply");
   std::string buffer;
-  std::string* saved = out_;
-  out_ = &buffer;
-  try {
+  {
+    const ScopedValue<std::string*> redirect(out_, &buffer);
     Scope* scope = new_scope(closure);
     // Defaults are evaluated in the macro's scope, after the parameters before them are bound.
     const size_t first_default = n - def.defaults.size();
@@ -411,13 +412,7 @@ Value Renderer::invoke_macro(const ast::MacroDef& def, Scope* closure, CallArgs&
       scope->set("varargs", Value::tuple(std::move(rest)));
     }
     exec_body(def.body, scope);
-  } catch (...) {
-    out_ = saved;
-    --call_depth_;
-    throw;
   }
-  out_ = saved;
-  --call_depth_;
   return Value(std::move(buffer));
 }
 
