@@ -157,12 +157,19 @@ test('prefix cache is shared within a tenant and cache_salt only', async () => {
   fs.writeFileSync(file, '# tenant key\nacme key-a\nglobex key-b\n');
   const s = await startServer(['--api-keys-file', file]);
   try {
-    const hits = async () => (await scrape(s.url))['pagoda:prefix_cache_hits_total'];
+    // The engine publishes its counters after each step, and a step's tokens reach the client before that: wait
+    // for the generated-token counter to include this request's token, so the hit counter of the same snapshot
+    // includes its prefix lookup too.
     const run = async (key, extra = {}) => {
-      const before = await hits();
+      const before = await scrape(s.url);
       const r = await post(s.url, { prompt: longPrompt, max_tokens: 1, ...extra }, key);
       assert.equal(r.status, 200, await r.text());
-      return (await hits()) - before;
+      const after = await waitFor(async () => {
+        const m = await scrape(s.url);
+        return m['pagoda:generation_tokens_total'] > before['pagoda:generation_tokens_total'] ? m : null;
+      });
+      assert.ok(after, 'the metrics never counted the request');
+      return after['pagoda:prefix_cache_hits_total'] - before['pagoda:prefix_cache_hits_total'];
     };
     assert.equal(await run('key-a'), 0);           // cold
     assert.ok(await run('key-a') > 0);             // same tenant: hit
