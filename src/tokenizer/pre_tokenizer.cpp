@@ -64,6 +64,11 @@ constexpr std::string_view kLlama3Regex =
     "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\\r\\n{L}{N}]?[{L}]+|[{N}]{1,3}| ?[^{WS}{L}{N}]+[\\r\\n]*|"
     "[{WS}]*[\\r\\n]+|[{WS}]+(?![^{WS}])|[{WS}]+";
 
+// Qwen2: the llama-3 expression with single digits (\p{N} instead of \p{N}{1,3}).
+constexpr std::string_view kQwen2Regex =
+    "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]|[^\\r\\n{L}{N}]?[{L}]+|[{N}]| ?[^{WS}{L}{N}]+[\\r\\n]*|"
+    "[{WS}]*[\\r\\n]+|[{WS}]+(?![^{WS}])|[{WS}]+";
+
 bool is_one_of(const std::string& s, std::initializer_list<const char*> names) {
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
 }
@@ -103,6 +108,8 @@ Result<PreTokenizerConfig> pre_tokenizer_config(const std::string& pre) {
     config.regexes = {expand(kLlama3Regex)};
     config.ignore_merges = true;
     config.add_bos = true;
+  } else if (is_one_of(pre, {"qwen2", "deepseek-r1-qwen", "megrez", "kormo", "f2llmv2", "stablelm2"})) {
+    config.regexes = {expand(kQwen2Regex)};
   } else if (is_one_of(pre, {"dbrx", "smaug-bpe"})) {
     config.regexes = {expand(kLlama3Regex)};
   } else if (is_one_of(
@@ -110,7 +117,7 @@ Result<PreTokenizerConfig> pre_tokenizer_config(const std::string& pre) {
     config.regexes = {expand("[{N}]"), expand(kGpt2Regex)};
   } else {
     return make_error("unsupported pre-tokenizer tokenizer.ggml.pre = '" + pre +
-                      "' (supported: default, the gpt-2, llama-bpe and starcoder families)");
+                      "' (supported: default, the gpt-2, llama-bpe, qwen2 and starcoder families)");
   }
   return config;
 }

@@ -21,7 +21,8 @@ struct PreTokenizerConfig {
 };
 
 // Looks up a tokenizer.ggml.pre value. Supported: the GPT-2 family ("gpt-2", "phi-2", "mpt", "olmo", ...),
-// the llama-3 family ("llama-bpe", "llama3", "llama-v3", ..., "dbrx", "smaug-bpe"), the StarCoder family
+// the llama-3 family ("llama-bpe", "llama3", "llama-v3", ..., "dbrx", "smaug-bpe"), the Qwen2 family ("qwen2",
+// "deepseek-r1-qwen", "megrez", ...), the StarCoder family
 // ("starcoder", "refact", "command-r", "smollm", ...) and "default" / absent (llama.cpp's fallback chain).
 // Any other name is an error, as it is in llama.cpp: guessing a pre-tokenizer silently changes token ids.
 Result<PreTokenizerConfig> pre_tokenizer_config(const std::string& pre);

@@ -156,7 +156,8 @@ TEST_P(TokenizerVectorsTest, EncodesConcurrently) {
 
 INSTANTIATE_TEST_SUITE_P(Vocabs, TokenizerVectorsTest,
                          ::testing::Values(VocabParam{"llama-spm", "llama", 46}, VocabParam{"phi-3", "llama", 46},
-                                           VocabParam{"gpt-2", "gpt2", 46}),
+                                           VocabParam{"gpt-2", "gpt2", 46}, VocabParam{"llama-bpe", "gpt2", 46},
+                                           VocabParam{"qwen2", "gpt2", 46}),
                          [](const auto& info) {
                            std::string n = info.param.name;
                            for (char& ch : n)
