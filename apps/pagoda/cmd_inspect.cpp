@@ -31,9 +31,9 @@ int run(const std::string& path) {
     if (hp.ok()) {
       std::printf(
           "hparams: n_vocab=%lld n_ctx_train=%lld n_embd=%lld n_layer=%lld n_head=%lld n_head_kv=%lld head_dim=%lld "
-          "n_ff=%lld rms_eps=%g rope=%s n_rot=%lld freq_base=%g freq_scale=%g\n",
+          "n_ff=%lld norm_eps=%g rope=%s n_rot=%lld freq_base=%g freq_scale=%g\n",
           (long long)hp->n_vocab, (long long)hp->n_ctx_train, (long long)hp->n_embd, (long long)hp->n_layer,
-          (long long)hp->n_head, (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_ff, hp->rms_eps,
+          (long long)hp->n_head, (long long)hp->n_head_kv, (long long)hp->head_dim, (long long)hp->n_ff, hp->norm_eps,
           hp->rope.type == RopeType::kNormal ? "normal" : "neox", (long long)hp->rope.n_rot, hp->rope.freq_base,
           hp->rope.freq_scale);
     } else if (!f.tensors().empty()) {

@@ -332,7 +332,7 @@ Status Engine::forward_batch_buffers(int32_t max_blocks) {
     batch.probe_prefix = b_probe_prefix_;
     batch.probe_mass = b_probe_mass_.data();
   }
-  return llama_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
+  return transformer_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
 }
 
 KvStorage Engine::kv_storage() const {

@@ -31,7 +31,7 @@
 #include "engine/sequence.h"
 #include "kv/block_manager.h"
 #include "kv/kv_pool.h"
-#include "model/arch/llama.h"
+#include "model/transformer.h"
 #include "model/model.h"
 #include "util/clock.h"
 #include "util/rng.h"
@@ -260,7 +260,7 @@ class Engine {
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ThreadPool> pool_;
-  LlamaWorkspace ws_;
+  TransformerWorkspace ws_;
   std::vector<float> logits_;
   std::vector<float> masked_logits_;  // [n_vocab] a constrained sequence's logits with disallowed tokens at -inf
   Rng seed_rng_;

@@ -13,7 +13,7 @@ Result<std::span<const float>> SequenceRunner::eval(std::span<const int32_t> tok
   const size_t chunk = all_logits ? tokens.size() : kPrefillChunk;
   for (size_t begin = 0; begin < tokens.size() || begin == 0; begin += chunk) {
     const size_t n = std::min(chunk, tokens.size() - begin);
-    Status st = llama_forward(model_, tokens.subspan(begin, n), kv_, ws_, pool_, all_logits, logits_);
+    Status st = transformer_forward(model_, tokens.subspan(begin, n), kv_, ws_, pool_, all_logits, logits_);
     if (!st.ok()) return st.error();
     if (n == 0) break;
   }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
-#include "model/arch/llama.h"
+#include "model/transformer.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "util/thread_pool.h"
@@ -35,7 +35,7 @@ class SequenceRunner {
   const Model& model_;
   ThreadPool& pool_;
   ContiguousKvCache kv_;
-  LlamaWorkspace ws_;
+  TransformerWorkspace ws_;
   std::vector<float> logits_;
 };
 

@@ -1,5 +1,6 @@
 #include "model/hparams.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pagoda {
@@ -17,15 +18,17 @@ Result<int64_t> read_dim(const GgufFile& f, const std::string& key, uint64_t max
 
 }  // namespace
 
-bool is_supported_architecture(const std::string& arch) { return arch == "llama"; }
+bool is_supported_architecture(const std::string& arch) { return find_arch(arch) != nullptr; }
 
 Result<ModelHParams> read_hparams(const GgufFile& f) {
   ModelHParams hp;
   auto arch = f.get_string("general.architecture");
   if (!arch.ok()) return arch.error();
   hp.arch = *arch;
-  if (!is_supported_architecture(hp.arch))
-    return make_error("unsupported architecture '" + hp.arch + "' (supported: llama)");
+  hp.spec = find_arch(hp.arch);
+  if (hp.spec == nullptr)
+    return make_error("unsupported architecture '" + hp.arch + "' (supported: " + supported_arch_names() + ")");
+  const ArchSpec& spec = *hp.spec;
   auto name = f.get_string_opt("general.name");
   if (!name.ok()) return name.error();
   hp.name = name->value_or("");
@@ -62,12 +65,31 @@ Result<ModelHParams> read_hparams(const GgufFile& f) {
     hp.head_dim = hp.n_embd / hp.n_head;
   }
 
-  auto eps = f.get_float_opt(a + "attention.layer_norm_rms_epsilon");
+  const std::string eps_key =
+      spec.norm == NormKind::kRms ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon";
+  auto eps = f.get_float_opt(a + eps_key);
   if (!eps.ok()) return eps.error();
-  hp.rms_eps = static_cast<float>(eps->value_or(1e-5));
-  if (!(hp.rms_eps >= 0.0f && hp.rms_eps < 1.0f)) return make_error("attention.layer_norm_rms_epsilon is out of range");
+  hp.norm_eps = static_cast<float>(eps->value_or(1e-5));
+  if (!(hp.norm_eps >= 0.0f && hp.norm_eps < 1.0f)) return make_error(eps_key + " is out of range");
 
-  hp.rope.type = RopeType::kNormal;  // the llama architecture uses the interleaved pairing
+  hp.parallel_residual = spec.parallel_residual;
+  auto parallel = f.get_bool_opt(a + "use_parallel_residual");
+  if (!parallel.ok()) return parallel.error();
+  if (parallel->has_value()) hp.parallel_residual = **parallel;
+  hp.gelu = spec.gelu;
+
+  // pagoda attends over the whole context; a model trained with a sliding window is exact up to the window's
+  // length, so the context is capped there rather than silently diverging beyond it.
+  auto window = f.get_uint_opt(a + "attention.sliding_window");
+  if (!window.ok()) return window.error();
+  hp.sliding_window = static_cast<int64_t>(std::min<uint64_t>(window->value_or(0), uint64_t{1} << 24));
+  if (hp.sliding_window > 0 && hp.sliding_window < hp.n_ctx_train) hp.n_ctx_train = hp.sliding_window;
+  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight", "rope_freqs.weight"})
+    if (f.find_tensor(t))
+      return make_error(std::string("tensor '") + t +
+                        "': per-frequency rope factors (long-rope / llama-3 rope scaling) are not supported");
+
+  hp.rope.type = spec.rope;
   auto base = f.get_float_opt(a + "rope.freq_base");
   if (!base.ok()) return base.error();
   hp.rope.freq_base = static_cast<float>(base->value_or(10000.0));

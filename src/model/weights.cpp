@@ -33,6 +33,14 @@ Result<WeightMatrix> matrix(const GgufFile& f, const std::string& name, int64_t 
   return w;
 }
 
+// Rows [begin, begin + count) of a matrix: a view, since rows are stored (and quantized) independently.
+WeightMatrix row_range(const WeightMatrix& m, int64_t begin, int64_t count) {
+  WeightMatrix v = m;
+  v.data = m.row(begin);
+  v.rows = count;
+  return v;
+}
+
 Result<std::vector<float>> vector_f32(const GgufFile& f, const std::string& name, int64_t n) {
   auto m = matrix(f, name, n, 1);
   if (!m.ok()) return m.error();
@@ -41,9 +49,23 @@ Result<std::vector<float>> vector_f32(const GgufFile& f, const std::string& name
   return out;
 }
 
+// Splits a fused vector into consecutive parts of the given sizes.
+std::vector<std::vector<float>> split(const std::vector<float>& v, std::initializer_list<int64_t> sizes) {
+  std::vector<std::vector<float>> parts;
+  size_t at = 0;
+  for (int64_t n : sizes) {
+    parts.emplace_back(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += static_cast<size_t>(n);
+  }
+  return parts;
+}
+
 }  // namespace
 
 Result<ModelWeights> load_weights(const GgufFile& f, const ModelHParams& hp) {
+  const ArchSpec& spec = *hp.spec;
+  const bool layer_norm = spec.norm == NormKind::kLayer;
+  const int64_t E = hp.n_embd, QD = hp.q_dim(), KVD = hp.kv_dim(), FF = hp.n_ff;
   ModelWeights w;
 #define PAGODA_ASSIGN(dst, expr)   \
   {                                \
@@ -51,10 +73,19 @@ Result<ModelWeights> load_weights(const GgufFile& f, const ModelHParams& hp) {
     if (!r.ok()) return r.error(); \
     dst = std::move(*r);           \
   }
-  PAGODA_ASSIGN(w.token_embd, matrix(f, "token_embd.weight", hp.n_embd, hp.n_vocab));
-  PAGODA_ASSIGN(w.output_norm, vector_f32(f, "output_norm.weight", hp.n_embd));
+  PAGODA_ASSIGN(w.token_embd, matrix(f, "token_embd.weight", E, hp.n_vocab));
+  if (spec.positions == PositionKind::kLearned) {
+    const GgufTensorInfo* pos = f.find_tensor("position_embd.weight");
+    if (!pos) return make_error("tensor 'position_embd.weight' is missing");
+    if (static_cast<int64_t>(pos->ne[1]) < hp.n_ctx_train)
+      return make_error("tensor 'position_embd.weight' has " + std::to_string(pos->ne[1]) +
+                        " positions, fewer than the context length " + std::to_string(hp.n_ctx_train));
+    PAGODA_ASSIGN(w.position_embd, matrix(f, "position_embd.weight", E, static_cast<int64_t>(pos->ne[1])));
+  }
+  PAGODA_ASSIGN(w.output_norm, vector_f32(f, "output_norm.weight", E));
+  if (layer_norm) PAGODA_ASSIGN(w.output_norm_b, vector_f32(f, "output_norm.bias", E));
   if (f.find_tensor("output.weight")) {
-    PAGODA_ASSIGN(w.output, matrix(f, "output.weight", hp.n_embd, hp.n_vocab));
+    PAGODA_ASSIGN(w.output, matrix(f, "output.weight", E, hp.n_vocab));
   } else {
     w.output = w.token_embd;
     w.tied_output = true;
@@ -63,19 +94,59 @@ Result<ModelWeights> load_weights(const GgufFile& f, const ModelHParams& hp) {
   for (int64_t i = 0; i < hp.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
-    PAGODA_ASSIGN(l.attn_norm, vector_f32(f, p + "attn_norm.weight", hp.n_embd));
-    PAGODA_ASSIGN(l.wq, matrix(f, p + "attn_q.weight", hp.n_embd, hp.q_dim()));
-    PAGODA_ASSIGN(l.wk, matrix(f, p + "attn_k.weight", hp.n_embd, hp.kv_dim()));
-    PAGODA_ASSIGN(l.wv, matrix(f, p + "attn_v.weight", hp.n_embd, hp.kv_dim()));
-    PAGODA_ASSIGN(l.wo, matrix(f, p + "attn_output.weight", hp.q_dim(), hp.n_embd));
-    PAGODA_ASSIGN(l.ffn_norm, vector_f32(f, p + "ffn_norm.weight", hp.n_embd));
-    PAGODA_ASSIGN(l.w_gate, matrix(f, p + "ffn_gate.weight", hp.n_embd, hp.n_ff));
-    PAGODA_ASSIGN(l.w_up, matrix(f, p + "ffn_up.weight", hp.n_embd, hp.n_ff));
-    PAGODA_ASSIGN(l.w_down, matrix(f, p + "ffn_down.weight", hp.n_ff, hp.n_embd));
+    PAGODA_ASSIGN(l.attn_norm, vector_f32(f, p + "attn_norm.weight", E));
+    if (layer_norm) PAGODA_ASSIGN(l.attn_norm_b, vector_f32(f, p + "attn_norm.bias", E));
+    if (spec.fused_qkv) {
+      WeightMatrix qkv;
+      PAGODA_ASSIGN(qkv, matrix(f, p + "attn_qkv.weight", E, QD + 2 * KVD));
+      l.wq = row_range(qkv, 0, QD);
+      l.wk = row_range(qkv, QD, KVD);
+      l.wv = row_range(qkv, QD + KVD, KVD);
+      if (spec.qkv_bias) {
+        std::vector<float> b;
+        PAGODA_ASSIGN(b, vector_f32(f, p + "attn_qkv.bias", QD + 2 * KVD));
+        auto parts = split(b, {QD, KVD, KVD});
+        l.bq = std::move(parts[0]);
+        l.bk = std::move(parts[1]);
+        l.bv = std::move(parts[2]);
+      }
+    } else {
+      PAGODA_ASSIGN(l.wq, matrix(f, p + "attn_q.weight", E, QD));
+      PAGODA_ASSIGN(l.wk, matrix(f, p + "attn_k.weight", E, KVD));
+      PAGODA_ASSIGN(l.wv, matrix(f, p + "attn_v.weight", E, KVD));
+      if (spec.qkv_bias) {
+        PAGODA_ASSIGN(l.bq, vector_f32(f, p + "attn_q.bias", QD));
+        PAGODA_ASSIGN(l.bk, vector_f32(f, p + "attn_k.bias", KVD));
+        PAGODA_ASSIGN(l.bv, vector_f32(f, p + "attn_v.bias", KVD));
+      }
+    }
+    if (spec.qk_norm) {
+      PAGODA_ASSIGN(l.q_norm, vector_f32(f, p + "attn_q_norm.weight", hp.head_dim));
+      PAGODA_ASSIGN(l.k_norm, vector_f32(f, p + "attn_k_norm.weight", hp.head_dim));
+    }
+    PAGODA_ASSIGN(l.wo, matrix(f, p + "attn_output.weight", QD, E));
+    if (spec.out_bias) PAGODA_ASSIGN(l.bo, vector_f32(f, p + "attn_output.bias", E));
+    PAGODA_ASSIGN(l.ffn_norm, vector_f32(f, p + "ffn_norm.weight", E));
+    if (layer_norm) PAGODA_ASSIGN(l.ffn_norm_b, vector_f32(f, p + "ffn_norm.bias", E));
+    if (spec.mlp == MlpKind::kSwiGlu && spec.fused_gate_up) {
+      WeightMatrix gate_up;
+      PAGODA_ASSIGN(gate_up, matrix(f, p + "ffn_up.weight", E, 2 * FF));
+      l.w_gate = row_range(gate_up, 0, FF);
+      l.w_up = row_range(gate_up, FF, FF);
+    } else {
+      if (spec.mlp == MlpKind::kSwiGlu) PAGODA_ASSIGN(l.w_gate, matrix(f, p + "ffn_gate.weight", E, FF));
+      PAGODA_ASSIGN(l.w_up, matrix(f, p + "ffn_up.weight", E, FF));
+    }
+    PAGODA_ASSIGN(l.w_down, matrix(f, p + "ffn_down.weight", FF, E));
+    if (spec.mlp_bias) {
+      PAGODA_ASSIGN(l.b_up, vector_f32(f, p + "ffn_up.bias", FF));
+      PAGODA_ASSIGN(l.b_down, vector_f32(f, p + "ffn_down.bias", E));
+    }
   }
 #undef PAGODA_ASSIGN
   w.packed = std::make_shared<PackedWeights>();
   auto pack = [&](WeightMatrix& m, bool release) {
+    if (m.data == nullptr) return;
     w.packed->pack(m);
     if (m.packed && release) f.release_pages(m.data, static_cast<size_t>(m.rows) * m.row_bytes);
   };

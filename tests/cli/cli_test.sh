@@ -64,7 +64,10 @@ expect_error "random bytes" "not a GGUF file" -- run "$tmp/noise.gguf" -p hi
 : >"$tmp/empty.gguf"
 expect_error "empty file" "too small" -- inspect "$tmp/empty.gguf"
 expect_error "directory" "not a regular file" -- run "$tmp" -p hi
-expect_error "unsupported architecture" "unsupported architecture 'gpt2'" -- run "$shared/vocab/ggml-vocab-gpt-2.gguf" -p hi
+# A GGUF of an architecture pagoda does not run: the gpt-2 vocabulary file with its architecture renamed to "bert".
+perl -0777 -pe 's/\x04\x00{7}gpt2/\x04\x00\x00\x00\x00\x00\x00\x00bert/g' "$shared/vocab/ggml-vocab-gpt-2.gguf" >"$tmp/bert.gguf"
+expect_error "unsupported architecture" "unsupported architecture 'bert' \\(supported: llama, qwen2" -- run "$tmp/bert.gguf" -p hi
+expect_error "weights missing" "tensor 'token_embd.weight' is missing" -- run "$shared/vocab/ggml-vocab-gpt-2.gguf" -p hi
 long=$(printf 'word %.0s' $(seq 1 100))
 expect_error "prompt longer than context" "more than the context size of 16" -- run "$model" -p "$long" -c 16
 expect_error "context beyond the model's" "exceeds the model's training context of" -- run "$model" -p hi -c 100000

@@ -1,202 +1,30 @@
-#include "model/arch/llama.h"
-
-#include <cmath>
-#include <cstring>
-
-#include "kernels/cpu/activations.h"
-#include "kernels/cpu/attention_probe.h"
-#include "kernels/cpu/kv_store.h"
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/paged_attention.h"
-#include "kernels/cpu/rms_norm.h"
-#include "kernels/cpu/rope.h"
-#include "util/memory_budget.h"
+// Llama (and Mistral-style models that share its layout): RMSNorm, SwiGLU, RoPE, grouped-query attention.
+// Hugging Face stores Q and K for rotate_half (NeoX pairing); GGUF stores them permuted for interleaved pairs.
+// pagoda maps a Hugging Face folder without copying, with NeoX pairing on the original rows; `convert` permutes.
+#include "model/arch/arch_spec.h"
 
 namespace pagoda {
 
-void LlamaWorkspace::reserve(const ModelHParams& hp, int64_t T) {
-  auto grow = [](std::vector<float>& b, int64_t n) {
-    if (static_cast<int64_t>(b.size()) < n) b.resize(n);
-  };
-  grow(x, T * hp.n_embd);
-  grow(xn, T * hp.n_embd);
-  grow(q, T * hp.q_dim());
-  grow(k, T * hp.kv_dim());
-  grow(v, T * hp.kv_dim());
-  grow(attn, T * hp.q_dim());
-  grow(proj, T * hp.n_embd);
-  grow(gate, T * hp.n_ff);
-  grow(up, T * hp.n_ff);
-}
-
-Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const KvStorage& kv, LlamaWorkspace& ws,
-                           ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl) {
-  const ModelHParams& hp = model.hparams();
-  const ModelWeights& w = model.weights();
-  const int64_t T = static_cast<int64_t>(batch.tokens.size());
-  if (T == 0) return make_error("forward called with no tokens");
-  if (hp.head_dim > kMaxPagedHeadDim)
-    return make_error("head dimension " + std::to_string(hp.head_dim) + " is larger than the attention kernel's " +
-                      std::to_string(kMaxPagedHeadDim));
-  if (batch.positions.size() != batch.tokens.size() || batch.slot_mapping.size() != batch.tokens.size())
-    return make_error("forward batch: positions and slot_mapping must have one entry per token");
-  const int32_t num_seqs = static_cast<int32_t>(batch.seq_lens_kv.size());
-  if (batch.cu_seqlens_q.size() != static_cast<size_t>(num_seqs) + 1 || batch.cu_seqlens_q.back() != T ||
-      batch.block_table.size() != static_cast<size_t>(num_seqs) * batch.max_blocks)
-    return make_error("forward batch: inconsistent attention metadata");
-  for (int64_t t = 0; t < T; ++t) {
-    if (batch.tokens[t] < 0 || batch.tokens[t] >= hp.n_vocab)
-      return make_error("token id " + std::to_string(batch.tokens[t]) + " is outside the vocabulary");
-    if (batch.slot_mapping[t] < 0 || batch.slot_mapping[t] >= kv.num_slots || batch.positions[t] < 0)
-      return make_error("forward batch: token " + std::to_string(t) + " has an invalid slot or position");
-  }
-  for (int32_t row : batch.logit_rows)
-    if (row < 0 || row >= T) return make_error("forward batch: logit row out of range");
-  const bool layer_mask = !batch.hidden_prefix.empty();
-  if (layer_mask) {
-    if (batch.hidden_prefix.size() != static_cast<size_t>(num_seqs) ||
-        batch.hidden_prefix_layers.size() != static_cast<size_t>(num_seqs) * hp.n_layer)
-      return make_error("forward batch: the layer mask needs one prefix per sequence and one flag per layer");
-    for (int32_t s = 0; s < num_seqs; ++s) {
-      const int32_t first_query = batch.seq_lens_kv[s] - (batch.cu_seqlens_q[s + 1] - batch.cu_seqlens_q[s]);
-      if (batch.hidden_prefix[s] < 0 || batch.hidden_prefix[s] > first_query)
-        return make_error("forward batch: sequence " + std::to_string(s) + " hides " +
-                          std::to_string(batch.hidden_prefix[s]) + " keys, more than precede its first query (" +
-                          std::to_string(first_query) + ")");
-    }
-  }
-  PAGODA_RETURN_IF_ERROR(check_kv_head_dim(kv.dtype, hp.head_dim));
-  if (batch.probe_mass != nullptr && batch.probe_prefix.size() != static_cast<size_t>(num_seqs))
-    return make_error("forward batch: the attention probe needs one prefix length per sequence");
-  {
-    // The scratch buffers grow with the batch: refuse sizes the machine cannot hold rather than abort.
-    const uint64_t per_token = 3 * hp.n_embd + 2 * hp.q_dim() + 2 * hp.kv_dim() + 2 * hp.n_ff;
-    auto bytes = checked_allocation_bytes({static_cast<uint64_t>(T), per_token, sizeof(float)},
-                                          "the workspace for " + std::to_string(T) + " tokens");
-    if (!bytes.ok()) return bytes.error();
-  }
-  ws.reserve(hp, T);
-  if (layer_mask) ws.kv_begin.resize(num_seqs);
-  const int64_t E = hp.n_embd, QD = hp.q_dim(), KVD = hp.kv_dim();
-
-  PagedAttentionArgs args;
-  args.q = ws.q.data();
-  args.out = ws.attn.data();
-  args.cu_seqlens_q = batch.cu_seqlens_q.data();
-  args.seq_lens_kv = batch.seq_lens_kv.data();
-  args.block_table = batch.block_table.data();
-  args.num_seqs = num_seqs;
-  args.max_blocks = batch.max_blocks;
-  args.block_size = kv.block_size;
-  args.n_heads = static_cast<int32_t>(hp.n_head);
-  args.n_kv_heads = static_cast<int32_t>(hp.n_head_kv);
-  args.head_dim = static_cast<int32_t>(hp.head_dim);
-  args.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-  args.kv_dtype = kv.dtype;
-  const int64_t slot_bytes = kv_bytes(kv.dtype, hp.kv_dim());
-
-  // Token embedding.
-  for (int64_t t = 0; t < T; ++t) dequantize_row(w.token_embd, batch.tokens[t], ws.x.data() + t * E);
-
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const LayerWeights& l = w.layers[il];
-    // Attention block: norm, projections, rotary positions.
-    rms_norm(ws.x.data(), l.attn_norm.data(), T, E, hp.rms_eps, ws.xn.data());
-    {
-      const WeightMatrix* qkv[3] = {&l.wq, &l.wk, &l.wv};
-      float* out[3] = {ws.q.data(), ws.k.data(), ws.v.data()};
-      matmul_many(qkv, out, 3, ws.xn.data(), T, pool);
-    }
-    for (int64_t t = 0; t < T; ++t) {
-      rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
-      rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
-    }
-    // Write this step's K/V to their slots, then attend through the block table (in-step keys included).
-    // (Stored in the cache's type: the attention below reads the stored values, this step's keys included.)
-    uint8_t* k_layer = kv.k_base + il * kv.layer_stride;
-    uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
-    kv_store_rows(kv.dtype, ws.k.data(), KVD, T, KVD, k_layer, slot_bytes, batch.slot_mapping.data());
-    kv_store_rows(kv.dtype, ws.v.data(), KVD, T, KVD, v_layer, slot_bytes, batch.slot_mapping.data());
-    args.k_cache = k_layer;
-    args.v_cache = v_layer;
-    args.kv_begin = nullptr;  // every sequence sees all its keys, unless the layer mask hides a prefix here
-    if (layer_mask) {
-      bool any = false;
-      for (int32_t s = 0; s < num_seqs; ++s) {
-        const bool hidden = batch.hidden_prefix_layers[static_cast<size_t>(s) * hp.n_layer + il] != 0;
-        ws.kv_begin[s] = hidden ? batch.hidden_prefix[s] : 0;
-        any = any || ws.kv_begin[s] != 0;
-      }
-      if (any) args.kv_begin = ws.kv_begin.data();
-    }
-    if (batch.probe_mass != nullptr)
-      attention_prefix_mass(args, batch.probe_prefix.data(), batch.probe_mass + il * T * hp.n_head, pool);
-    if (impl == AttentionImpl::kFused)
-      paged_attention(args, pool);
-    else
-      paged_attention_reference(args, pool);
-    matmul(l.wo, ws.attn.data(), T, ws.proj.data(), pool);
-    add_in_place(ws.x.data(), ws.proj.data(), T * E);
-
-    // Feed-forward block: norm, SwiGLU, down projection.
-    rms_norm(ws.x.data(), l.ffn_norm.data(), T, E, hp.rms_eps, ws.xn.data());
-    {
-      const WeightMatrix* gate_up[2] = {&l.w_gate, &l.w_up};
-      float* out[2] = {ws.gate.data(), ws.up.data()};
-      matmul_many(gate_up, out, 2, ws.xn.data(), T, pool);
-    }
-    silu_mul(ws.gate.data(), ws.up.data(), T * hp.n_ff);
-    matmul(l.w_down, ws.gate.data(), T, ws.proj.data(), pool);
-    add_in_place(ws.x.data(), ws.proj.data(), T * E);
-  }
-
-  // Output norm and head, for the rows that need logits (gathered into proj first).
-  const int64_t n_rows = static_cast<int64_t>(batch.logit_rows.size());
-  logits.resize(static_cast<size_t>(n_rows * hp.n_vocab));
-  if (n_rows == 0) return Status::success();
-  for (int64_t r = 0; r < n_rows; ++r)
-    std::memcpy(ws.proj.data() + r * E, ws.x.data() + batch.logit_rows[r] * E, sizeof(float) * E);
-  rms_norm(ws.proj.data(), w.output_norm.data(), n_rows, E, hp.rms_eps, ws.xn.data());
-  matmul(w.output, ws.xn.data(), n_rows, logits.data(), pool);
-  return Status::success();
-}
-
-Status llama_forward(const Model& model, std::span<const int32_t> tokens, ContiguousKvCache& kv, LlamaWorkspace& ws,
-                     ThreadPool& pool, bool all_logits, std::vector<float>& logits) {
-  const int64_t T = static_cast<int64_t>(tokens.size());
-  const int64_t pos0 = kv.length();
-  if (T == 0) return make_error("forward called with no tokens");
-  if (pos0 + T > kv.capacity())
-    return make_error("context full: " + std::to_string(pos0 + T) + " tokens exceed the context size of " +
-                      std::to_string(kv.capacity()));
-  // The contiguous cache is one block of `capacity` slots; slot = position.
-  ws.positions.resize(T);
-  ws.slots.resize(T);
-  for (int64_t t = 0; t < T; ++t) ws.slots[t] = ws.positions[t] = static_cast<int32_t>(pos0 + t);
-  ws.logit_rows.clear();
-  for (int64_t t = all_logits ? 0 : T - 1; t < T; ++t) ws.logit_rows.push_back(static_cast<int32_t>(t));
-  const int32_t cu[2] = {0, static_cast<int32_t>(T)};
-  const int32_t kv_len = static_cast<int32_t>(pos0 + T);
-  const int32_t block0 = 0;
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.positions = ws.positions;
-  batch.slot_mapping = ws.slots;
-  batch.cu_seqlens_q = cu;
-  batch.seq_lens_kv = std::span<const int32_t>(&kv_len, 1);
-  batch.block_table = std::span<const int32_t>(&block0, 1);
-  batch.max_blocks = 1;
-  batch.logit_rows = ws.logit_rows;
-  KvStorage storage;
-  storage.k_base = kv.k(0);
-  storage.v_base = kv.v(0);
-  storage.dtype = kv.dtype();
-  storage.layer_stride = kv.capacity() * kv.slot_bytes();
-  storage.num_slots = kv.capacity();
-  storage.block_size = static_cast<int32_t>(kv.capacity());
-  PAGODA_RETURN_IF_ERROR(llama_forward_batch(model, batch, storage, ws, pool, logits));
-  kv.set_length(pos0 + T);
-  return Status::success();
-}
+extern const ArchSpec kLlamaArch = {
+    .name = "llama",
+    .hf_model_type = "llama",
+    .rope = RopeType::kNormal,
+    .hf_rope = RopeType::kNeox,
+    .tensors =
+        {
+            {"token_embd.weight", "model.embed_tokens.weight"},
+            {"output_norm.weight", "model.norm.weight"},
+            {"output.weight", "lm_head.weight"},
+            {"blk.{L}.attn_norm.weight", "model.layers.{L}.input_layernorm.weight"},
+            {"blk.{L}.attn_q.weight", "model.layers.{L}.self_attn.q_proj.weight", HfTransform::kLlamaPermuteQ},
+            {"blk.{L}.attn_k.weight", "model.layers.{L}.self_attn.k_proj.weight", HfTransform::kLlamaPermuteK},
+            {"blk.{L}.attn_v.weight", "model.layers.{L}.self_attn.v_proj.weight"},
+            {"blk.{L}.attn_output.weight", "model.layers.{L}.self_attn.o_proj.weight"},
+            {"blk.{L}.ffn_norm.weight", "model.layers.{L}.post_attention_layernorm.weight"},
+            {"blk.{L}.ffn_gate.weight", "model.layers.{L}.mlp.gate_proj.weight"},
+            {"blk.{L}.ffn_up.weight", "model.layers.{L}.mlp.up_proj.weight"},
+            {"blk.{L}.ffn_down.weight", "model.layers.{L}.mlp.down_proj.weight"},
+        },
+};
 
 }  // namespace pagoda

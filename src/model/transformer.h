@@ -1,5 +1,7 @@
-// The Llama-family forward pass on CPU: embedding, per layer RMSNorm -> Q/K/V -> RoPE -> grouped-query
-// attention -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual; then output norm and head.
+// The forward pass of every supported family on CPU, driven by its ArchSpec (model/arch/arch_spec.h): embedding
+// (+ learned positions), per layer norm -> Q/K/V (+ biases, per-head Q/K norm) -> RoPE -> grouped-query attention
+// -> output projection -> residual -> norm -> SwiGLU or GELU MLP -> residual (sequential, or parallel: both
+// sub-layers read the same input); then output norm and head.
 #pragma once
 
 #include <span>
@@ -14,7 +16,7 @@
 namespace pagoda {
 
 // Scratch buffers of one forward call, reused across calls (grown only when a larger batch arrives).
-struct LlamaWorkspace {
+struct TransformerWorkspace {
   std::vector<float> x;             // [T, n_embd] residual stream
   std::vector<float> xn;            // [T, n_embd] normalised input of a sub-layer
   std::vector<float> q;             // [T, q_dim]
@@ -22,6 +24,7 @@ struct LlamaWorkspace {
   std::vector<float> v;             // [T, kv_dim]
   std::vector<float> attn;          // [T, q_dim]
   std::vector<float> proj;          // [T, n_embd] output of attn_output / ffn_down
+  std::vector<float> attn_proj;     // [T, n_embd] the attention sub-layer's output (parallel residual only)
   std::vector<float> gate;          // [T, n_ff]
   std::vector<float> up;            // [T, n_ff]
   std::vector<int32_t> positions;   // [T] (single-sequence wrapper)
@@ -34,12 +37,12 @@ struct LlamaWorkspace {
 // Runs one batch: writes every token's K/V to its slot, attends through the block table, and returns the logits
 // of batch.logit_rows in `logits` ([logit_rows.size(), n_vocab]). Each output row is bitwise independent of the
 // rest of the batch: the matmuls, norms and attention reduce in a fixed order per token.
-Status llama_forward_batch(const Model& model, const ForwardBatch& batch, const KvStorage& kv, LlamaWorkspace& ws,
+Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, const KvStorage& kv, TransformerWorkspace& ws,
                            ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl = AttentionImpl::kFused);
 
 // The single-sequence path: runs `tokens` at positions kv.length() .. kv.length() + T - 1 and appends their K/V to kv.
 // logits receives [T, n_vocab] when all_logits, else [1, n_vocab] for the last token.
-Status llama_forward(const Model& model, std::span<const int32_t> tokens, ContiguousKvCache& kv, LlamaWorkspace& ws,
+Status transformer_forward(const Model& model, std::span<const int32_t> tokens, ContiguousKvCache& kv, TransformerWorkspace& ws,
                      ThreadPool& pool, bool all_logits, std::vector<float>& logits);
 
 }  // namespace pagoda

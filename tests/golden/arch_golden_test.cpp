@@ -1,0 +1,144 @@
+// Every supported family against llama.cpp's greedy decodes of its small seeded model (../shared/models/arch/,
+// goldens in ../shared/golden/arch/<arch>-greedy.jsonl): prompt tokens, teacher-forced top-5 logits at every step
+// (1e-3; 2e-2 for gpt2 and gptneox, whose GELU llama.cpp reads from an F16 table while pagoda computes it, see
+// docs/architectures.md), free-running greedy tokens up to the first near-tie, and batch invariance. Each model is
+// loaded from both twins: the GGUF file and the Hugging Face folder.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/sampler.h"
+#include "engine/sequence_runner.h"
+#include "model/model.h"
+
+namespace pagoda {
+namespace {
+
+const std::string kShared = PAGODA_SHARED_DIR;
+constexpr float kNearTieMargin = 0.02f;
+
+struct Step {
+  std::vector<std::pair<int32_t, float>> top;  // top-5 (id, logit), best first
+};
+struct GoldenCase {
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  std::vector<Step> steps;
+};
+
+std::vector<GoldenCase> load_golden(const std::string& arch) {
+  std::vector<GoldenCase> cases;
+  std::ifstream in(kShared + "/golden/arch/" + arch + "-greedy.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    GoldenCase c;
+    c.prompt = j.at("prompt").get<std::string>();
+    c.prompt_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
+    for (const auto& s : j.at("steps")) {
+      Step step;
+      for (const auto& p : s.at("top")) step.top.emplace_back(p.at(0).get<int32_t>(), p.at(1).get<float>());
+      c.steps.push_back(std::move(step));
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+struct ArchCase {
+  const char* arch;
+  const char* twin;  // "gguf" or "hf"
+  float tolerance;
+};
+void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.arch << "/" << c.twin; }
+
+std::string model_path(const ArchCase& c) {
+  return kShared + "/models/arch/" + c.arch + (std::string(c.twin) == "gguf" ? ".gguf" : "-hf");
+}
+
+class ArchGolden : public ::testing::TestWithParam<ArchCase> {};
+
+TEST_P(ArchGolden, MatchesLlamaCpp) {
+  const ArchCase& c = GetParam();
+  auto model = Model::load(model_path(c));
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const Model& m = **model;
+  EXPECT_EQ(m.hparams().arch, c.arch);
+  const auto cases = load_golden(c.arch);
+  ASSERT_EQ(cases.size(), 6u);
+  ThreadPool pool(2);
+  SequenceRunner runner(m, pool, 0, KvDtype::kF32);
+  float worst = 0.0f;
+  int greedy_steps = 0;
+  for (const auto& g : cases) {
+    EXPECT_EQ(m.tokenizer().encode(g.prompt, true, true), g.prompt_ids) << g.prompt;
+    // Teacher forced: llama.cpp's tokens, its top-5 logits at every step.
+    runner.reset();
+    auto logits = runner.eval(g.prompt_ids);
+    ASSERT_TRUE(logits.ok()) << logits.error().message;
+    for (size_t s = 0; s < g.steps.size(); ++s) {
+      for (const auto& [id, expected] : g.steps[s].top) {
+        const float got = (*logits)[id];
+        worst = std::max(worst, std::fabs(got - expected));
+        EXPECT_NEAR(got, expected, c.tolerance) << "'" << g.prompt << "' step " << s << " token " << id;
+      }
+      const int32_t forced = g.steps[s].top[0].first;
+      logits = runner.eval(std::span<const int32_t>(&forced, 1));
+      ASSERT_TRUE(logits.ok()) << logits.error().message;
+    }
+    // Free running: the same tokens up to the first near-tie.
+    runner.reset();
+    logits = runner.eval(g.prompt_ids);
+    ASSERT_TRUE(logits.ok());
+    for (size_t s = 0; s < g.steps.size(); ++s) {
+      const auto& top = g.steps[s].top;
+      if (top[0].second - top[1].second < kNearTieMargin) break;
+      const int32_t next = Sampler::argmax(*logits);
+      ASSERT_EQ(next, top[0].first) << "'" << g.prompt << "' diverges at step " << s;
+      ++greedy_steps;
+      logits = runner.eval(std::span<const int32_t>(&next, 1));
+      ASSERT_TRUE(logits.ok());
+    }
+  }
+  EXPECT_GT(greedy_steps, 0);
+  std::printf("[arch] %-8s %-4s max |logit - llama.cpp| %.2e, greedy steps agreed %d\n", c.arch, c.twin, worst,
+              greedy_steps);
+}
+
+TEST_P(ArchGolden, PrefillEqualsTokenByTokenDecodeBitwise) {
+  const ArchCase& c = GetParam();
+  auto model = Model::load(model_path(c));
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const auto cases = load_golden(c.arch);
+  ASSERT_FALSE(cases.empty());
+  ThreadPool pool(2);
+  SequenceRunner batched(**model, pool, 0, KvDtype::kF32), stepwise(**model, pool, 0, KvDtype::kF32);
+  const auto& ids = cases[0].prompt_ids;
+  auto all = batched.eval(ids, /*all_logits=*/true);
+  ASSERT_TRUE(all.ok());
+  std::vector<float> all_copy(all->begin(), all->end());
+  const size_t n_vocab = (*model)->hparams().n_vocab;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    auto one = stepwise.eval(std::span<const int32_t>(&ids[t], 1));
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ(0, std::memcmp(one->data(), all_copy.data() + t * n_vocab, n_vocab * sizeof(float))) << "token " << t;
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<ArchCase>& info) {
+  return std::string(info.param.arch) + "_" + info.param.twin;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gguf, ArchGolden,
+                         ::testing::Values(ArchCase{"llama", "gguf", 1e-3f}, ArchCase{"qwen2", "gguf", 1e-3f},
+                                           ArchCase{"qwen3", "gguf", 1e-3f}, ArchCase{"phi3", "gguf", 1e-3f},
+                                           ArchCase{"gpt2", "gguf", 2e-2f}, ArchCase{"gptneox", "gguf", 2e-2f}),
+                         case_name);
+
+}  // namespace
+}  // namespace pagoda
