@@ -243,7 +243,22 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
   if (!mapping.ok()) return mapping.error();
   auto file = parse((*mapping)->data(), (*mapping)->size(), path);
   if (!file.ok()) return file.error();
-  file->mapping_ = std::move(*mapping);
+  file->mappings_.push_back(std::move(*mapping));
+  return file;
+}
+
+GgufFile GgufFile::assemble(std::string source_name, std::vector<std::pair<std::string, GgufValue>> metadata,
+                            std::vector<GgufTensorInfo> tensors, std::vector<std::shared_ptr<MappedFile>> mappings,
+                            std::vector<std::shared_ptr<const std::vector<uint8_t>>> buffers) {
+  GgufFile file;
+  file.source_name_ = std::move(source_name);
+  file.version_ = 3;
+  file.kv_ = std::move(metadata);
+  for (size_t i = 0; i < file.kv_.size(); ++i) file.kv_index_[file.kv_[i].first] = i;
+  file.tensors_ = std::move(tensors);
+  for (size_t i = 0; i < file.tensors_.size(); ++i) file.tensor_index_[file.tensors_[i].name] = i;
+  file.mappings_ = std::move(mappings);
+  file.buffers_ = std::move(buffers);
   return file;
 }
 

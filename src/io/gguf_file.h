@@ -40,6 +40,12 @@ class GgufFile {
   static Result<GgufFile> open(const std::string& path);
   // Parses bytes owned by the caller (they must outlive the GgufFile). Used by the fuzzer and tests.
   static Result<GgufFile> parse(const uint8_t* data, size_t size, std::string source_name = "<memory>");
+  // A model presented as GGUF from another format (model/hf_folder.h): metadata and tensor infos whose data lives in
+  // `mappings` (memory-mapped files) or `buffers` (bytes rearranged at load), both kept alive by the GgufFile.
+  // Tensor names must be unique; the caller has validated every size.
+  static GgufFile assemble(std::string source_name, std::vector<std::pair<std::string, GgufValue>> metadata,
+                           std::vector<GgufTensorInfo> tensors, std::vector<std::shared_ptr<MappedFile>> mappings,
+                           std::vector<std::shared_ptr<const std::vector<uint8_t>>> buffers);
 
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
@@ -66,11 +72,12 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(const std::string& name) const;
   // MappedFile::release_pages when the file is mapped from a path; nothing for bytes held in memory.
   void release_pages(const uint8_t* p, size_t n) const {
-    if (mapping_) mapping_->release_pages(p, n);
+    for (const auto& m : mappings_) m->release_pages(p, n);
   }
 
  private:
-  std::shared_ptr<MappedFile> mapping_;  // keeps the bytes alive when opened from a path
+  std::vector<std::shared_ptr<MappedFile>> mappings_;  // keep the bytes alive when opened from a path
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> buffers_;  // assembled tensors' rearranged bytes
   std::string source_name_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kGgufDefaultAlignment;

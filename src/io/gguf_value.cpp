@@ -68,3 +68,37 @@ std::string GgufValue::to_display_string(size_t max_items) const {
 }
 
 }  // namespace pagoda
+
+namespace pagoda {
+
+GgufValue gguf_uint32(uint32_t v) { return GgufValue{GgufValueType::UINT32, uint64_t{v}}; }
+GgufValue gguf_int32(int32_t v) { return GgufValue{GgufValueType::INT32, int64_t{v}}; }
+GgufValue gguf_float32(float v) { return GgufValue{GgufValueType::FLOAT32, static_cast<double>(v)}; }
+GgufValue gguf_bool(bool v) { return GgufValue{GgufValueType::BOOL, v}; }
+GgufValue gguf_string(std::string v) { return GgufValue{GgufValueType::STRING, std::move(v)}; }
+
+GgufValue gguf_string_array(std::vector<std::string> items) {
+  auto arr = std::make_shared<GgufArray>();
+  arr->elem_type = GgufValueType::STRING;
+  arr->items.reserve(items.size());
+  for (auto& s : items) arr->items.push_back(gguf_string(std::move(s)));
+  return GgufValue{GgufValueType::ARRAY, std::move(arr)};
+}
+
+GgufValue gguf_float32_array(const std::vector<float>& items) {
+  auto arr = std::make_shared<GgufArray>();
+  arr->elem_type = GgufValueType::FLOAT32;
+  arr->items.reserve(items.size());
+  for (float f : items) arr->items.push_back(gguf_float32(f));
+  return GgufValue{GgufValueType::ARRAY, std::move(arr)};
+}
+
+GgufValue gguf_int32_array(const std::vector<int32_t>& items) {
+  auto arr = std::make_shared<GgufArray>();
+  arr->elem_type = GgufValueType::INT32;
+  arr->items.reserve(items.size());
+  for (int32_t i : items) arr->items.push_back(gguf_int32(i));
+  return GgufValue{GgufValueType::ARRAY, std::move(arr)};
+}
+
+}  // namespace pagoda

@@ -49,3 +49,17 @@ struct GgufValue {
 };
 
 }  // namespace pagoda
+
+namespace pagoda {
+
+// Builders for metadata assembled in memory (a Hugging Face folder presented as GGUF, `pagoda convert`).
+GgufValue gguf_uint32(uint32_t v);
+GgufValue gguf_int32(int32_t v);
+GgufValue gguf_float32(float v);
+GgufValue gguf_bool(bool v);
+GgufValue gguf_string(std::string v);
+GgufValue gguf_string_array(std::vector<std::string> items);
+GgufValue gguf_float32_array(const std::vector<float>& items);
+GgufValue gguf_int32_array(const std::vector<int32_t>& items);
+
+}  // namespace pagoda

@@ -63,7 +63,7 @@ head -c 100 /dev/urandom >"$tmp/noise.gguf"
 expect_error "random bytes" "not a GGUF file" -- run "$tmp/noise.gguf" -p hi
 : >"$tmp/empty.gguf"
 expect_error "empty file" "too small" -- inspect "$tmp/empty.gguf"
-expect_error "directory" "not a regular file" -- run "$tmp" -p hi
+expect_error "directory without a model" "config.json. is missing .a model folder needs config.json" -- run "$tmp" -p hi
 # A GGUF of an architecture pagoda does not run: the gpt-2 vocabulary file with its architecture renamed to "bert".
 perl -0777 -pe 's/\x04\x00{7}gpt2/\x04\x00\x00\x00\x00\x00\x00\x00bert/g' "$shared/vocab/ggml-vocab-gpt-2.gguf" >"$tmp/bert.gguf"
 expect_error "unsupported architecture" "unsupported architecture 'bert' \\(supported: llama, qwen2" -- run "$tmp/bert.gguf" -p hi

@@ -52,13 +52,13 @@ std::vector<GoldenCase> load_golden(const std::string& arch) {
 
 struct ArchCase {
   const char* arch;
-  const char* twin;  // "gguf" or "hf"
+  const char* twin;  // "gguf", "hf" (the Hugging Face folder) or "hf-bf16" (the same values stored as BF16)
   float tolerance;
 };
 void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.arch << "/" << c.twin; }
 
 std::string model_path(const ArchCase& c) {
-  return kShared + "/models/arch/" + c.arch + (std::string(c.twin) == "gguf" ? ".gguf" : "-hf");
+  return kShared + "/models/arch/" + c.arch + (std::string(c.twin) == "gguf" ? ".gguf" : "-" + std::string(c.twin));
 }
 
 class ArchGolden : public ::testing::TestWithParam<ArchCase> {};
@@ -131,13 +131,17 @@ TEST_P(ArchGolden, PrefillEqualsTokenByTokenDecodeBitwise) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<ArchCase>& info) {
-  return std::string(info.param.arch) + "_" + info.param.twin;
+  std::string name = std::string(info.param.arch) + "_" + info.param.twin;
+  for (char& ch : name)
+    if (ch == '-') ch = '_';
+  return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Gguf, ArchGolden,
-                         ::testing::Values(ArchCase{"llama", "gguf", 1e-3f}, ArchCase{"qwen2", "gguf", 1e-3f},
-                                           ArchCase{"qwen3", "gguf", 1e-3f}, ArchCase{"phi3", "gguf", 1e-3f},
-                                           ArchCase{"gpt2", "gguf", 2e-2f}, ArchCase{"gptneox", "gguf", 2e-2f}),
+INSTANTIATE_TEST_SUITE_P(Twins, ArchGolden,
+                         ::testing::Values(ArchCase{"llama", "gguf", 1e-3f}, ArchCase{"llama", "hf", 1e-3f},
+                                           ArchCase{"llama", "hf-bf16", 1e-3f}, ArchCase{"qwen2", "gguf", 1e-3f}, ArchCase{"qwen2", "hf", 1e-3f},
+                                           ArchCase{"qwen3", "gguf", 1e-3f}, ArchCase{"qwen3", "hf", 1e-3f}, ArchCase{"phi3", "gguf", 1e-3f}, ArchCase{"phi3", "hf", 1e-3f},
+                                           ArchCase{"gpt2", "gguf", 2e-2f}, ArchCase{"gpt2", "hf", 2e-2f}, ArchCase{"gptneox", "gguf", 2e-2f}, ArchCase{"gptneox", "hf", 2e-2f}),
                          case_name);
 
 }  // namespace

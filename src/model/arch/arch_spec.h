@@ -46,6 +46,19 @@ struct TensorName {
   HfTransform transform = HfTransform::kNone;
 };
 
+// The config.json keys a family names its hyperparameters with (nullptr: the family has no such key).
+struct HfConfigNames {
+  const char* context_length = "max_position_embeddings";
+  const char* hidden_size = "hidden_size";
+  const char* num_layers = "num_hidden_layers";
+  const char* intermediate_size = "intermediate_size";  // absent or null: 4 x hidden_size
+  const char* num_heads = "num_attention_heads";
+  const char* num_kv_heads = "num_key_value_heads";  // absent: num_heads
+  const char* norm_eps = "rms_norm_eps";
+  const char* rope_theta = "rope_theta";
+  const char* activation = "hidden_act";
+};
+
 struct ArchSpec {
   const char* name;           // GGUF general.architecture
   const char* hf_model_type;  // config.json model_type
@@ -64,6 +77,7 @@ struct ArchSpec {
   bool parallel_residual = false;   // x + attn(norm1(x)) + mlp(norm2(x)); GGUF {arch}.use_parallel_residual overrides
   bool tied_output_default = false;  // no output.weight: the head is token_embd (GGUF); HF: tie_word_embeddings
   std::vector<TensorName> tensors;  // every tensor's GGUF and HF names (the HF loader and `convert` map through it)
+  HfConfigNames hf_config = {};
 };
 
 // The families pagoda runs, by GGUF name; nullptr when unknown.

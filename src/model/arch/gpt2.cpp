@@ -37,6 +37,15 @@ extern const ArchSpec kGpt2Arch = {
             {"blk.{L}.ffn_down.weight", "transformer.h.{L}.mlp.c_proj.weight", HfTransform::kTranspose},
             {"blk.{L}.ffn_down.bias", "transformer.h.{L}.mlp.c_proj.bias"},
         },
+    .hf_config = {.context_length = "n_positions",
+                  .hidden_size = "n_embd",
+                  .num_layers = "n_layer",
+                  .intermediate_size = "n_inner",
+                  .num_heads = "n_head",
+                  .num_kv_heads = nullptr,
+                  .norm_eps = "layer_norm_epsilon",
+                  .rope_theta = nullptr,
+                  .activation = "activation_function"},
 };
 
 }  // namespace pagoda

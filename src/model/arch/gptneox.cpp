@@ -37,6 +37,7 @@ extern const ArchSpec kGptNeoxArch = {
             {"blk.{L}.ffn_down.weight", "gpt_neox.layers.{L}.mlp.dense_4h_to_h.weight"},
             {"blk.{L}.ffn_down.bias", "gpt_neox.layers.{L}.mlp.dense_4h_to_h.bias"},
         },
+    .hf_config = {.norm_eps = "layer_norm_eps", .rope_theta = "rotary_emb_base"},
 };
 
 }  // namespace pagoda
