@@ -29,15 +29,19 @@ cmake --build build-asan -j "$jobs" --target pagoda_unit_tests pagoda_golden_tes
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs" -L 'unit|golden'
 
-echo "== fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR, anchor artifacts, Jinja templates, GBNF grammars and JSON Schemas $((fuzz_seconds / 2))s each"
+echo "== fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR, anchor artifacts, Jinja templates, GBNF grammars, JSON Schemas, safetensors headers and tokenizer.json $((fuzz_seconds / 2))s each"
 bash scripts/configure.sh fuzz build-fuzz
 cmake --build build-fuzz -j "$jobs" --target fuzz_gguf_reader fuzz_openai_request fuzz_anchor_cbor fuzz_anchor_artifacts \
-  fuzz_jinja_template fuzz_grammar fuzz_json_schema
-for target in gguf openai anchor_cbor anchor_artifacts jinja grammar json_schema; do
+  fuzz_jinja_template fuzz_grammar fuzz_json_schema fuzz_safetensors fuzz_hf_tokenizer
+for target in gguf openai anchor_cbor anchor_artifacts jinja grammar json_schema safetensors hf_tokenizer; do
   mkdir -p "build-fuzz/corpus-$target"
   cp tests/fuzz/corpus/"$target"/* "build-fuzz/corpus-$target/"
 done
 cp ../shared/templates/templates/*.jinja build-fuzz/corpus-jinja/  # real templates: seeds only, never committed here
+for d in ../shared/models/arch/*-hf; do  # real tokenizer.json files and a real safetensors file: seeds only
+  cp "$d/tokenizer.json" "build-fuzz/corpus-hf_tokenizer/$(basename "$d").json"
+done
+cp ../shared/models/arch/qwen2-hf/model-00002-of-00002.safetensors build-fuzz/corpus-safetensors/
 ./build-fuzz/tests/fuzz/fuzz_gguf_reader -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 \
   -print_final_stats=1 build-fuzz/corpus-gguf tests/fuzz/corpus/gguf 2>&1 | tail -n 15
 ./build-fuzz/tests/fuzz/fuzz_openai_request -max_total_time="$((fuzz_seconds / 2))" -max_len=8192 -rss_limit_mb=2048 \
@@ -52,4 +56,8 @@ cp ../shared/templates/templates/*.jinja build-fuzz/corpus-jinja/  # real templa
   -timeout=10 -print_final_stats=1 build-fuzz/corpus-grammar tests/fuzz/corpus/grammar 2>&1 | tail -n 15
 ./build-fuzz/tests/fuzz/fuzz_json_schema -max_total_time="$((fuzz_seconds / 2))" -max_len=4096 -rss_limit_mb=2048 \
   -timeout=10 -print_final_stats=1 build-fuzz/corpus-json_schema tests/fuzz/corpus/json_schema 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_safetensors -max_total_time="$((fuzz_seconds / 2))" -max_len=65536 -rss_limit_mb=2048 \
+  -print_final_stats=1 build-fuzz/corpus-safetensors tests/fuzz/corpus/safetensors 2>&1 | tail -n 15
+./build-fuzz/tests/fuzz/fuzz_hf_tokenizer -max_total_time="$((fuzz_seconds / 2))" -max_len=65536 -rss_limit_mb=2048 \
+  -timeout=10 -print_final_stats=1 build-fuzz/corpus-hf_tokenizer tests/fuzz/corpus/hf_tokenizer 2>&1 | tail -n 15
 echo "== all tests passed"

@@ -1,4 +1,4 @@
-// pagoda inspect FILE.gguf: architecture, hyperparameters, tokenizer summary, metadata and the tensor table.
+// pagoda inspect FILE.gguf|DIR: (a GGUF file or a Hugging Face folder, shown as the GGUF it maps to) architecture, hyperparameters, tokenizer summary, metadata and the tensor table.
 // pagoda inspect --system: the build and this machine (CPU model, flags, the kernel set in use).
 #include <cstdio>
 
@@ -6,6 +6,7 @@
 #include "build_info.h"
 #include "commands.h"
 #include "io/gguf_file.h"
+#include "model/hf_folder.h"
 #include "model/hparams.h"
 #include "tokenizer/tokenizer.h"
 
@@ -13,17 +14,23 @@ namespace pagoda::cli {
 namespace {
 
 int run(const std::string& path) {
-  auto file = GgufFile::open(path);
+  const bool folder = is_directory(path);
+  auto file = open_model_file(path);
   if (!file.ok()) return fail(file.error().message);
   const GgufFile& f = *file;
-  std::printf("file: %s\nformat: GGUF v%u, alignment %u, %zu metadata keys, %zu tensors\n", path.c_str(), f.version(),
-              f.alignment(), f.metadata().size(), f.tensors().size());
+  if (folder)
+    std::printf("file: %s\nformat: Hugging Face folder (safetensors), shown as the GGUF metadata and tensor names it "
+                "maps to; %zu metadata keys, %zu tensors\n",
+                path.c_str(), f.metadata().size(), f.tensors().size());
+  else
+    std::printf("file: %s\nformat: GGUF v%u, alignment %u, %zu metadata keys, %zu tensors\n", path.c_str(),
+                f.version(), f.alignment(), f.metadata().size(), f.tensors().size());
 
   auto arch = f.get_string_opt("general.architecture");
   if (arch.ok() && arch->has_value()) {
     std::printf("architecture: %s\n", (*arch)->c_str());
     // What verified anchors bind to: the SHA-256 of the file's bytes (weights and tokenizer together).
-    if (!f.tensors().empty()) {
+    if (!f.tensors().empty() && !folder) {
       auto digest = sha256_file(path);
       if (digest.ok()) std::printf("model_digest: %s\n", to_hex(*digest).c_str());
     }

@@ -12,6 +12,7 @@
 
 #include "chat_template_flags.h"
 #include "commands.h"
+#include "model/hf_folder.h"
 
 namespace pagoda::cli {
 namespace {
@@ -51,9 +52,7 @@ Result<std::tm> parse_now(const std::string& text) {
 }
 
 int run(const TemplateOptions& o) {
-  if (std::filesystem::is_directory(o.model_path))
-    return fail(o.model_path + " is a folder: Hugging Face folders are not supported yet; give a GGUF file");
-  auto file = GgufFile::open(o.model_path);
+  auto file = open_model_file(o.model_path);
   if (!file.ok()) return fail(file.error().message);
   auto tok = Tokenizer::from_gguf(*file);
   if (!tok.ok()) return fail(o.model_path + ": " + tok.error().message);

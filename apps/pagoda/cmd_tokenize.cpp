@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "model/hf_folder.h"
 #include "io/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -16,7 +17,7 @@ struct TokenizeOptions {
 };
 
 int run(const TokenizeOptions& o) {
-  auto file = GgufFile::open(o.path);
+  auto file = open_model_file(o.path);
   if (!file.ok()) return fail(file.error().message);
   auto tok = Tokenizer::from_gguf(*file);
   if (!tok.ok()) return fail(o.path + ": " + tok.error().message);

@@ -377,4 +377,11 @@ Result<HfFolder> open_hf_folder(const std::string& dir_in, bool for_convert) {
   return folder;
 }
 
+Result<GgufFile> open_model_file(const std::string& path) {
+  if (!is_directory(path)) return GgufFile::open(path);
+  auto folder = open_hf_folder(path);
+  if (!folder.ok()) return folder.error();
+  return std::move(folder->gguf);
+}
+
 }  // namespace pagoda

@@ -31,4 +31,8 @@ bool is_directory(const std::string& path);
 // `for_convert`: apply the rearrangements `pagoda convert` needs for llama.cpp (Llama's Q/K permutation) as well.
 Result<HfFolder> open_hf_folder(const std::string& dir, bool for_convert = false);
 
+// A .gguf file, or a Hugging Face folder presented as GGUF: for the commands that read metadata and the tokenizer
+// without running the model (inspect, tokenize, template).
+Result<GgufFile> open_model_file(const std::string& path);
+
 }  // namespace pagoda
