@@ -16,6 +16,7 @@ void add_run_command(CLI::App& app, Action& action);
 void add_tokenize_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_synth_command(CLI::App& app, Action& action);
+void add_convert_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
 void add_serve_command(CLI::App& app, Action& action);

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_tokenize_command(app, action);
   pagoda::cli::add_inspect_command(app, action);
   pagoda::cli::add_synth_command(app, action);
+  pagoda::cli::add_convert_command(app, action);
   pagoda::cli::add_bench_command(app, action);
   pagoda::cli::add_batch_command(app, action);
   pagoda::cli::add_serve_command(app, action);

@@ -137,7 +137,18 @@ Result<HfFolder> open_hf_folder(const std::string& dir_in, bool for_convert) {
   const std::string a = std::string(spec->name) + ".";
   std::vector<std::pair<std::string, GgufValue>> md;
   md.emplace_back("general.architecture", gguf_string(spec->name));
-  md.emplace_back("general.name", gguf_string(dir.substr(dir.find_last_of('/') + 1)));
+  {
+    // The folder's name in words ("phi3-hf" -> "Phi3 Hf"), roughly as llama.cpp's converter names a model. (llama.cpp
+    // keys tokenizer fix-ups on general.name: a lower-case "phi3" would make it look for Phi-3's special tokens.)
+    std::string name = dir.substr(dir.find_last_of('/') + 1);
+    bool word_start = true;
+    for (char& ch : name) {
+      if (ch == '-' || ch == '_') ch = ' ';
+      if (word_start && ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+      word_start = ch == ' ';
+    }
+    md.emplace_back("general.name", gguf_string(name));
+  }
 
   auto need = [&](const char* key) -> Result<uint64_t> { return cfg.uint(key); };
   auto ctx = need(k.context_length);

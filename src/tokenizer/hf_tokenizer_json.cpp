@@ -299,8 +299,8 @@ Result<std::vector<std::pair<std::string, GgufValue>>> hf_tokenizer_metadata(con
     auto it = ids.find(*unk_text);
     if (it != ids.end()) {
       md.emplace_back("tokenizer.ggml.unknown_token_id", gguf_uint32(static_cast<uint32_t>(it->second)));
-      if (types[static_cast<size_t>(it->second)] == kNormal || types[static_cast<size_t>(it->second)] == kControl)
-        types[static_cast<size_t>(it->second)] = kUnknown;
+      // An added special <unk> stays CONTROL, as llama.cpp's converter writes it; a plain vocabulary entry is UNKNOWN.
+      if (types[static_cast<size_t>(it->second)] == kNormal) types[static_cast<size_t>(it->second)] = kUnknown;
     }
   }
   md.emplace_back("tokenizer.ggml.token_type", gguf_int32_array(types));
