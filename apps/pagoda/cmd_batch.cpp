@@ -195,7 +195,7 @@ int run_batch(const BatchOptions& o) {
 void add_batch_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<BatchOptions>();
   CLI::App* cmd = app.add_subcommand("batch", "Run a file of requests through the continuous-batching engine");
-  cmd->add_option("model", opts->model_path, "Model file (GGUF)")->required();
+  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder")->required();
   cmd->add_option("--input", opts->input_path, "Requests, one JSON object per line")->required();
   cmd->add_option("--output", opts->output_path, "Results, one JSON object per line, in input order")->required();
   cmd->add_option("--seed", opts->seed, "Seeds the requests that bring none (default 0)")->check(uint64_text());

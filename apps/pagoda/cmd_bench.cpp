@@ -367,7 +367,7 @@ int run(const BenchOptions& o) {
 void add_bench_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode speed");
-  cmd->add_option("model", opts->model_path, "Model file (GGUF)");  // required unless `bench serve`
+  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder");  // required unless `bench serve`
   cmd->add_option("-p,--n-prompt", opts->n_prompt, "Prompt tokens (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("-n,--n-gen", opts->n_gen, "Generated tokens (default 64)")

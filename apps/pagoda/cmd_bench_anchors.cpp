@@ -688,7 +688,7 @@ int run(AnchorBenchOptions o) {
 void add_bench_anchors_command(CLI::App& bench, Action& action) {
   auto o = std::make_shared<AnchorBenchOptions>();
   CLI::App* cmd = bench.add_subcommand("anchors", "What verified anchors cost and do (docs/anchor-benchmark.md)");
-  cmd->add_option("model", o->model_path, "Model file (GGUF)")->required();
+  cmd->add_option("model", o->model_path, "Model: a GGUF file or a Hugging Face folder")->required();
   cmd->add_option("--modes", o->modes,
                   "Modes: none, text, text-cached (warm and evicted), text-cached-evicted, anchor, anchor-layers, rag, "
                   "peer (llama-server, --peer-url)")

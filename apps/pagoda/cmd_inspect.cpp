@@ -76,7 +76,7 @@ void add_inspect_command(CLI::App& app, Action& action) {
   auto path = std::make_shared<std::string>();
   auto system = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("inspect", "Describe a GGUF file, or this machine (--system)");
-  cmd->add_option("file", *path, "GGUF file");
+  cmd->add_option("file", *path, "A GGUF file or a Hugging Face folder");
   cmd->add_flag("--system", *system, "Describe the build and this machine: version, commit, CPU, flags, kernel set");
   cmd->callback([path, system, &action] {
     action = [path, system] {

@@ -103,7 +103,7 @@ int run(const RunOptions& o) {
 void add_run_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streaming it to stdout");
-  cmd->add_option("model", opts->model_path, "Model file (GGUF)")->required();
+  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder")->required();
   cmd->add_option("-p,--prompt", opts->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", opts->n_predict, "Tokens to generate (default 128)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));

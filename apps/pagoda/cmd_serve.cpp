@@ -169,7 +169,7 @@ int run_serve(const ServeOptions& o) {
 void add_serve_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, metrics)");
-  cmd->add_option("model", opts->model_path, "Model file (GGUF)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder")->required()->check(CLI::ExistingPath);
   cmd->add_option("--host", opts->host, "Address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", opts->port, "Port (default 8000; 0 picks a free one)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", opts->api_key, "Require 'Authorization: Bearer KEY'");

@@ -95,7 +95,7 @@ int run(const TemplateOptions& o) {
 void add_template_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<TemplateOptions>();
   CLI::App* cmd = app.add_subcommand("template", "Print the prompt a chat template renders for a conversation");
-  cmd->add_option("model", opts->model_path, "Model or vocabulary file (GGUF)")->required();
+  cmd->add_option("model", opts->model_path, "Model or vocabulary: a GGUF file or a Hugging Face folder")->required();
   cmd->add_option("--messages", opts->messages_path,
                   "JSON file: a list of messages, or {\"messages\": [...], \"tools\": [...]}; - for stdin")
       ->required();

@@ -39,7 +39,7 @@ int run(const TokenizeOptions& o) {
 void add_tokenize_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text");
-  cmd->add_option("file", opts->path, "Model or vocabulary file (GGUF)")->required();
+  cmd->add_option("file", opts->path, "Model or vocabulary: a GGUF file or a Hugging Face folder")->required();
   cmd->add_option("-p,--prompt", opts->prompt, "Text to tokenize")->required();
   cmd->add_flag("--no-special", opts->no_special, "Add no BOS/EOS and do not parse special-token text");
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
