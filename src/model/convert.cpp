@@ -76,7 +76,8 @@ Result<GgufWriter> convert_to_gguf(const GgufFile& f, const std::string& dtype_n
   const int64_t n_layer = static_cast<int64_t>(*layers);
 
   GgufWriter w;
-  for (const auto& [key, value] : f.metadata()) w.set(key, value);
+  for (const auto& [key, value] : f.metadata())
+    if (key.rfind("pagoda.", 0) != 0) w.set(key, value);  // pagoda's own keys (the HF normalizer) stay out
   w.set_uint32("general.file_type", file_type_of(base, q4_k_m));
   if (base != GgmlType::F32 && base != GgmlType::F16 && base != GgmlType::BF16)
     w.set_uint32("general.quantization_version", 2);

@@ -236,9 +236,9 @@ Result<std::vector<std::pair<std::string, GgufValue>>> hf_tokenizer_metadata(con
     } else {
       return make_error("tokenizer.json: a ByteLevel pre-tokenizer without its regex and without a Split is not supported");
     }
-    if (nfc)
-      return make_error("tokenizer.json: the NFC normalizer is not supported yet (GGUF files of this tokenizer work: "
-                        "llama.cpp does not normalize either)");
+    // Carried as a pagoda key: the Tokenizer applies it; `pagoda convert` leaves it out, as llama.cpp's GGUF
+    // files do not normalize.
+    if (nfc) md.emplace_back("pagoda.tokenizer.normalizer", gguf_string("NFC"));
     md.emplace_back("tokenizer.ggml.model", gguf_string("gpt2"));
     md.emplace_back("tokenizer.ggml.pre", gguf_string(pre));
   } else {

@@ -6,6 +6,7 @@
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/special_partition.h"
 #include "tokenizer/spm_tokenizer.h"
+#include "tokenizer/unicode_nfc.h"
 
 namespace pagoda {
 namespace {
@@ -15,6 +16,9 @@ constexpr const char* kPreKey = "tokenizer.ggml.pre";
 constexpr const char* kAddBosKey = "tokenizer.ggml.add_bos_token";
 constexpr const char* kAddEosKey = "tokenizer.ggml.add_eos_token";
 constexpr const char* kAddSpacePrefixKey = "tokenizer.ggml.add_space_prefix";
+// Set only for Hugging Face folders whose tokenizer.json normalizes (hf_tokenizer_json.h); GGUF files never carry
+// it, so they tokenize exactly as llama.cpp does.
+constexpr const char* kNormalizerKey = "pagoda.tokenizer.normalizer";
 
 const std::string kEmpty;
 
@@ -82,6 +86,12 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file) {
     tok->add_bos_ = pre_config.add_bos;
   }
   PAGODA_RETURN_IF_ERROR(read_flag(file, kAddSpacePrefixKey, add_space_prefix));
+  auto normalizer = file.get_string_opt(kNormalizerKey);
+  if (!normalizer.ok()) return normalizer.error();
+  if (normalizer->has_value()) {
+    if (**normalizer != "NFC") return make_error(std::string(kNormalizerKey) + " '" + **normalizer + "' is not supported");
+    tok->nfc_ = true;
+  }
 
   auto special = load_special_tokens(file, kind, tok->vocab_);
   if (!special.ok()) return special.error();
@@ -133,7 +143,10 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special, 
       out.push_back(*frag.token);
       after_special = true;
     } else {
-      encoder_->encode(text.substr(frag.offset, frag.length), after_special, out);
+      if (nfc_)
+        encoder_->encode(to_nfc(text.substr(frag.offset, frag.length)), after_special, out);
+      else
+        encoder_->encode(text.substr(frag.offset, frag.length), after_special, out);
       after_special = false;
     }
   }
@@ -161,7 +174,7 @@ std::string Tokenizer::summary() const {
   return model_type_ + " tokenizer (" + encoder_->describe() + "): " + std::to_string(n_vocab()) + " tokens, bos " +
          id_string(special_.bos) + ", eos " + id_string(special_.eos) + ", add_bos " + (add_bos_ ? "yes" : "no") +
          ", add_eos " + (add_eos_ ? "yes" : "no") + ", " + std::to_string(special_.end_of_generation.size()) +
-         " end-of-generation tokens";
+         " end-of-generation tokens" + (nfc_ ? ", NFC-normalized (tokenizer.json)" : "");
 }
 
 }  // namespace pagoda

@@ -69,6 +69,7 @@ class Tokenizer {
   std::vector<std::string> pieces_;       // [n_vocab] token_to_piece, computed once at load
   bool add_bos_ = false;
   bool add_eos_ = false;
+  bool nfc_ = false;  // NFC-normalize text between special tokens first (a Hugging Face tokenizer.json asked for it)
 };
 
 }  // namespace pagoda
