@@ -273,16 +273,25 @@ int run_prefix_cache(const Model& m, const BenchOptions& o) {
   return 0;
 }
 
+int run_single(const Model& m, const BenchOptions& o, double load_s);
+
 int run(const BenchOptions& o) {
   if (o.isa != "auto" && !kernels::force_matmul_isa(o.isa.c_str()))
     return fail("--isa " + o.isa + " is not supported by this CPU");
+  const auto load_start = std::chrono::steady_clock::now();
   auto model = Model::load(o.model_path);
   if (!model.ok()) return fail(model.error().message);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   const Model& m = **model;
   if (!o.anchor_files.empty() && (o.concurrency == 0 || o.anchor_trust_root.empty()))
     return fail("--anchor needs --concurrency and --anchor-trust-root");
   if (o.concurrency > 0) return run_concurrent(m, o);
   if (o.cached_prefix > 0) return run_prefix_cache(m, o);
+  return run_single(m, o, load_s);
+}
+
+// One sequence: prefill and decode rates, and the decode roofline.
+int run_single(const Model& m, const BenchOptions& o, double load_s) {
   const int64_t n_ctx = o.n_prompt + o.n_gen;
   if (n_ctx > m.hparams().n_ctx_train)
     return fail("-p + -n = " + std::to_string(n_ctx) + " exceeds the model's context of " +
@@ -330,7 +339,7 @@ int run(const BenchOptions& o) {
   if (measure_roofline) roof = decode_roofline(m, cost, pool);
   if (o.format == "json") {
     nlohmann::ordered_json out = {
-        {"model", o.model_path}, {"prompt_tokens", o.n_prompt}, {"gen_tokens", o.n_gen},        {"threads", o.threads},
+        {"model", o.model_path}, {"format", m.format()}, {"load_s", load_s}, {"prompt_tokens", o.n_prompt}, {"gen_tokens", o.n_gen},        {"threads", o.threads},
         {"reps", o.reps},        {"isa", matmul_isa_name()},    {"weight_bytes", weight_bytes},
         {"kv_cache_dtype", kv_dtype_name(*kv_dtype)}, {"decode_bytes_per_token", bytes_per_token},
         {"decode_ops_per_token", cost.ops}, {"prefill_tok_s", pp}, {"decode_tok_s", tg}};
@@ -345,9 +354,9 @@ int run(const BenchOptions& o) {
     }
     std::printf("%s\n", json_line(out).c_str());
   } else {
-    std::printf("model: %s (%.1f MiB of weights), threads: %d, isa: %s, kv cache: %s, reps: %d\n",
-                o.model_path.c_str(), weight_bytes / 1048576.0, o.threads, matmul_isa_name(),
-                kv_dtype_name(*kv_dtype), o.reps);
+    std::printf("model: %s (%s, %.1f MiB of weights, loaded in %.3f s), threads: %d, isa: %s, kv cache: %s, reps: %d\n",
+                o.model_path.c_str(), m.format().c_str(), weight_bytes / 1048576.0, load_s, o.threads,
+                matmul_isa_name(), kv_dtype_name(*kv_dtype), o.reps);
     std::printf("prefill pp%lld: %10.1f tok/s\n", (long long)o.n_prompt, pp);
     std::printf("decode  tg%lld: %10.1f tok/s\n", (long long)o.n_gen, tg);
     std::printf("decode per token: %.1f MiB read (%.1f weights + %.1f K/V at context %lld), %.2f Gop\n",
