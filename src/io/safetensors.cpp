@@ -48,7 +48,9 @@ Result<SafetensorsFile> SafetensorsFile::parse(const uint8_t* data, size_t size,
   const uint8_t* body = data + 8 + header_len;
   const uint64_t body_size = size - 8 - header_len;
 
-  for (const auto& [name, entry] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string name = item.key();  // a named copy: lambdas below capture it
+    const auto& entry = item.value();
     if (name == "__metadata__") {
       if (!entry.is_object()) return fail("__metadata__ must be an object of strings");
       for (const auto& [k, v] : entry.items()) {

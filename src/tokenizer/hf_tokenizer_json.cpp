@@ -2,7 +2,6 @@
 
 #include <map>
 #include <optional>
-#include <regex>
 #include <unordered_map>
 
 namespace pagoda {
@@ -82,9 +81,10 @@ std::optional<int64_t> id_field(const json* j, const char* key) {
   return std::nullopt;
 }
 
+// "<0xXX>": SentencePiece's byte-fallback tokens.
 bool is_byte_token(const std::string& s) {
-  static const std::regex re("<0x[0-9A-Fa-f]{2}>");
-  return s.size() == 6 && std::regex_match(s, re);
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); };
+  return s.size() == 6 && s.compare(0, 3, "<0x") == 0 && hex(s[3]) && hex(s[4]) && s[5] == '>';
 }
 
 size_t utf8_length(const std::string& s) {

@@ -123,6 +123,35 @@ TEST_F(HfFolderTest, UnusedTensorsAreRefusedNotIgnored) {
   EXPECT_NE(error().find("is not part of the llama layout"), std::string::npos) << error();
 }
 
+TEST_F(HfFolderTest, ChatTemplateComesFromTokenizerConfig) {
+  json tc = read("tokenizer_config.json");
+  tc["chat_template"] = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
+  write("tokenizer_config.json", tc);
+  auto f = open_model_file(dir_.string());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(*f->get_string("tokenizer.chat_template"), tc["chat_template"].get<std::string>());
+  // The list form: the template named "default".
+  tc["chat_template"] = json::array({{{"name", "tool_use"}, {"template", "T"}}, {{"name", "default"}, {"template", "D"}}});
+  write("tokenizer_config.json", tc);
+  f = open_model_file(dir_.string());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(*f->get_string("tokenizer.chat_template"), "D");
+}
+
+TEST_F(HfFolderTest, SpecialTokensComeFromTokenizerConfig) {
+  auto m = Model::load(dir_.string());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ((*m)->tokenizer().bos(), 1);
+  EXPECT_EQ((*m)->tokenizer().eos(), 2);
+  EXPECT_TRUE((*m)->tokenizer().add_bos());
+  json tc = read("tokenizer_config.json");
+  tc["add_bos_token"] = false;
+  write("tokenizer_config.json", tc);
+  m = Model::load(dir_.string());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_FALSE((*m)->tokenizer().add_bos());
+}
+
 TEST_F(HfFolderTest, BrokenJsonIsNamed) {
   std::ofstream(dir_ / "config.json") << "{\"model_type\": ";
   EXPECT_NE(error().find("config.json' is not valid JSON"), std::string::npos) << error();
