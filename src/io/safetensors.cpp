@@ -31,6 +31,16 @@ bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul
 Result<SafetensorsFile> SafetensorsFile::parse(const uint8_t* data, size_t size, std::string source_name) {
   SafetensorsFile file;
   file.source_name_ = std::move(source_name);
+  const std::string name = file.source_name_;
+  // Every access is type-checked first; should one still throw, the file is reported, never the process aborted.
+  try {
+    return parse_unchecked(std::move(file), data, size);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(name + ": malformed header (" + e.what() + ")");
+  }
+}
+
+Result<SafetensorsFile> SafetensorsFile::parse_unchecked(SafetensorsFile file, const uint8_t* data, size_t size) {
   auto fail = [&](const std::string& what) { return make_error(file.source_name_ + ": " + what); };
   if (size < 8) return fail("too small to be a safetensors file (" + std::to_string(size) + " bytes)");
   uint64_t header_len = 0;

@@ -42,6 +42,8 @@ class SafetensorsFile {
   const std::shared_ptr<MappedFile>& mapping() const { return mapping_; }
 
  private:
+  static Result<SafetensorsFile> parse_unchecked(SafetensorsFile file, const uint8_t* data, size_t size);
+
   std::shared_ptr<MappedFile> mapping_;
   std::string source_name_;
   std::vector<SafetensorsTensor> tensors_;

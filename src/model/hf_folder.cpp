@@ -117,7 +117,9 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-Result<HfFolder> open_hf_folder(const std::string& dir_in, bool for_convert) {
+namespace {
+
+Result<HfFolder> read_folder(const std::string& dir_in, bool for_convert) {
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   auto fail = [&](const std::string& what) { return make_error(dir + ": " + what); };
@@ -386,6 +388,17 @@ Result<HfFolder> open_hf_folder(const std::string& dir_in, bool for_convert) {
   for (const auto& s : shards) mappings.push_back(s.mapping());
   folder.gguf = GgufFile::assemble(dir, std::move(md), std::move(tensors), std::move(mappings), std::move(buffers));
   return folder;
+}
+
+}  // namespace
+
+Result<HfFolder> open_hf_folder(const std::string& dir, bool for_convert) {
+  // config.json fields of an unexpected JSON type make nlohmann's accessors throw: an error in the folder.
+  try {
+    return read_folder(dir, for_convert);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(dir + ": a config.json or tokenizer_config.json field has an unexpected type (" + e.what() + ")");
+  }
 }
 
 Result<GgufFile> open_model_file(const std::string& path) {

@@ -95,7 +95,9 @@ size_t utf8_length(const std::string& s) {
 
 }  // namespace
 
-Result<std::vector<std::pair<std::string, GgufValue>>> hf_tokenizer_metadata(const HfTokenizerInput& in) {
+namespace {
+
+Result<std::vector<std::pair<std::string, GgufValue>>> read_tokenizer(const HfTokenizerInput& in) {
   const json& tj = *in.tokenizer;
   if (!tj.is_object()) return make_error("tokenizer.json is not a JSON object");
   auto model_it = tj.find("model");
@@ -331,6 +333,18 @@ Result<std::vector<std::pair<std::string, GgufValue>>> hf_tokenizer_metadata(con
     }
   }
   return md;
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, GgufValue>>> hf_tokenizer_metadata(const HfTokenizerInput& in) {
+  // A field of an unexpected JSON type (a number where a string belongs, say) makes nlohmann's accessors throw:
+  // that is an error in the file, reported as one.
+  try {
+    return read_tokenizer(in);
+  } catch (const json::exception& e) {
+    return make_error(std::string("tokenizer.json: a field has an unexpected type (") + e.what() + ")");
+  }
 }
 
 }  // namespace pagoda

@@ -152,6 +152,19 @@ TEST_F(HfFolderTest, SpecialTokensComeFromTokenizerConfig) {
   EXPECT_FALSE((*m)->tokenizer().add_bos());
 }
 
+TEST_F(HfFolderTest, FieldsOfTheWrongTypeAreErrorsNotCrashes) {
+  json c = read("config.json");
+  c["tie_word_embeddings"] = "yes";
+  write("config.json", c);
+  EXPECT_NE(error().find("unexpected type"), std::string::npos) << error();
+  c["tie_word_embeddings"] = false;
+  write("config.json", c);
+  json t = read("tokenizer.json");
+  t["model"]["byte_fallback"] = "true";
+  write("tokenizer.json", t);
+  EXPECT_NE(error().find("unexpected type"), std::string::npos) << error();
+}
+
 TEST_F(HfFolderTest, BrokenJsonIsNamed) {
   std::ofstream(dir_ / "config.json") << "{\"model_type\": ";
   EXPECT_NE(error().find("config.json' is not valid JSON"), std::string::npos) << error();
