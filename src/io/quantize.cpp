@@ -210,4 +210,40 @@ Result<std::vector<uint8_t>> quantize_values(GgmlType t, const float* x, int64_t
   return make_error(std::string("cannot quantize to ") + traits.name);
 }
 
+Result<std::vector<uint8_t>> encode_f32_values(GgmlType type, const std::vector<float>& values) {
+  std::vector<uint8_t> out;
+  switch (type) {
+    case GgmlType::F32:
+      out.resize(values.size() * 4);
+      std::memcpy(out.data(), values.data(), out.size());
+      return out;
+    case GgmlType::F16:
+    case GgmlType::BF16: {
+      out.resize(values.size() * 2);
+      auto* h = reinterpret_cast<uint16_t*>(out.data());
+      for (size_t i = 0; i < values.size(); ++i)
+        h[i] = type == GgmlType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+      return out;
+    }
+    default: return quantize_values(type, values.data(), static_cast<int64_t>(values.size()));
+  }
+}
+
+uint32_t gguf_file_type(GgmlType t, bool q4_k_m) {
+  if (q4_k_m) return 15;
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q4_K: return 14;  // "Q4_K_S": every matrix Q4_K
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::BF16: return 32;
+    default: return 0;
+  }
+}
+
 }  // namespace pagoda

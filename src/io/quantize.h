@@ -17,4 +17,10 @@ bool can_quantize(GgmlType type);
 // n values (a multiple of the type's block size) -> the type's bytes.
 Result<std::vector<uint8_t>> quantize_values(GgmlType type, const float* x, int64_t n);
 
+// f32 values -> `type`'s bytes: F32, F16 and BF16 directly, the quantized types through quantize_values.
+Result<std::vector<uint8_t>> encode_f32_values(GgmlType type, const std::vector<float>& values);
+
+// llama.cpp's general.file_type for a file of "mostly `type`" matrices (15 for the Q4_K_M mix; 0 when unnamed).
+uint32_t gguf_file_type(GgmlType type, bool q4_k_m = false);
+
 }  // namespace pagoda

@@ -1,31 +1,11 @@
 #include "model/convert.h"
 
-#include <cstring>
 
 #include "io/quantize.h"
 #include "kernels/cpu/matmul.h"
-#include "util/fp16.h"
 
 namespace pagoda {
 namespace {
-
-// llama.cpp's general.file_type for "mostly <type>" files.
-uint32_t file_type_of(GgmlType t, bool q4_k_m) {
-  if (q4_k_m) return 15;
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q4_K: return 14;
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: return 0;
-  }
-}
 
 // A type whose blocks tile a row of `cols`, falling back as llama.cpp does.
 GgmlType fitting_type(GgmlType t, uint64_t cols) {
@@ -37,25 +17,6 @@ GgmlType fitting_type(GgmlType t, uint64_t cols) {
     }
   }
   return t;
-}
-
-Result<std::vector<uint8_t>> encode(const std::vector<float>& values, GgmlType type) {
-  std::vector<uint8_t> out;
-  switch (type) {
-    case GgmlType::F32:
-      out.resize(values.size() * 4);
-      std::memcpy(out.data(), values.data(), out.size());
-      return out;
-    case GgmlType::F16:
-    case GgmlType::BF16: {
-      out.resize(values.size() * 2);
-      auto* h = reinterpret_cast<uint16_t*>(out.data());
-      for (size_t i = 0; i < values.size(); ++i)
-        h[i] = type == GgmlType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
-      return out;
-    }
-    default: return quantize_values(type, values.data(), static_cast<int64_t>(values.size()));
-  }
 }
 
 }  // namespace
@@ -78,7 +39,7 @@ Result<GgufWriter> convert_to_gguf(const GgufFile& f, const std::string& dtype_n
   GgufWriter w;
   for (const auto& [key, value] : f.metadata())
     if (key.rfind("pagoda.", 0) != 0) w.set(key, value);  // pagoda's own keys (the HF normalizer) stay out
-  w.set_uint32("general.file_type", file_type_of(base, q4_k_m));
+  w.set_uint32("general.file_type", gguf_file_type(base, q4_k_m));
   if (base != GgmlType::F32 && base != GgmlType::F16 && base != GgmlType::BF16)
     w.set_uint32("general.quantization_version", 2);
 
@@ -107,7 +68,7 @@ Result<GgufWriter> convert_to_gguf(const GgufFile& f, const std::string& dtype_n
     src.row_bytes = ggml_row_bytes(ggml_type_traits(t.type), static_cast<int64_t>(cols));
     std::vector<float> values(cols * rows);
     for (uint64_t r = 0; r < rows; ++r) dequantize_row(src, static_cast<int64_t>(r), values.data() + r * cols);
-    auto bytes = encode(values, type);
+    auto bytes = encode_f32_values(type, values);
     if (!bytes.ok()) return make_error("tensor '" + t.name + "': " + bytes.error().message);
     std::vector<uint64_t> ne(t.ne, t.ne + t.n_dims);
     w.add_tensor(t.name, type, std::move(ne), std::move(*bytes));

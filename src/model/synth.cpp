@@ -2,55 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "io/quantize.h"
-#include "util/fp16.h"
 #include "util/rng.h"
 
 namespace pagoda {
 namespace {
 
-// llama.cpp's general.file_type values for "mostly <type>" files.
-uint32_t file_type_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q4_K: return 14;  // "Q4_K_S": every matrix Q4_K
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: return 0;
-  }
-}
-
-// Encodes f32 values as `type` (float types directly, quantized ones through io/quantize.h).
+// f32 values as `type` (synthesize_model checked the type and the shapes, so encoding cannot fail).
 std::vector<uint8_t> encode(const std::vector<float>& values, GgmlType type) {
-  std::vector<uint8_t> out;
-  switch (type) {
-    case GgmlType::F32:
-      out.resize(values.size() * 4);
-      std::memcpy(out.data(), values.data(), out.size());
-      break;
-    case GgmlType::F16:
-    case GgmlType::BF16: {
-      out.resize(values.size() * 2);
-      auto* h = reinterpret_cast<uint16_t*>(out.data());
-      for (size_t i = 0; i < values.size(); ++i)
-        h[i] = type == GgmlType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
-      break;
-    }
-    default: {
-      auto bytes = quantize_values(type, values.data(), static_cast<int64_t>(values.size()));
-      if (bytes.ok()) out = std::move(*bytes);  // synthesize_model checked the type and the shapes
-      break;
-    }
-  }
-  return out;
+  auto bytes = encode_f32_values(type, values);
+  return bytes.ok() ? std::move(*bytes) : std::vector<uint8_t>();
 }
 
 // Uniform values with the given standard deviation.
@@ -97,7 +59,7 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   w.set_string("general.architecture", "llama");
   w.set_string("general.name", "pagoda-synth");
   if (o.q4_k_m && o.dtype != GgmlType::Q4_K) return make_error("the Q4_K_M mix needs dtype Q4_K");
-  w.set_uint32("general.file_type", o.q4_k_m ? 15 : file_type_of(o.dtype));
+  w.set_uint32("general.file_type", gguf_file_type(o.dtype, o.q4_k_m));
   w.set_uint32("llama.context_length", static_cast<uint32_t>(o.context));
   w.set_uint32("llama.embedding_length", static_cast<uint32_t>(o.dim));
   w.set_uint32("llama.block_count", static_cast<uint32_t>(o.layers));
