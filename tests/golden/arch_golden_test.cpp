@@ -8,11 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
+#include "golden_jsonl.h"
 #include "model/model.h"
 
 namespace pagoda {
@@ -21,33 +20,8 @@ namespace {
 const std::string kShared = PAGODA_SHARED_DIR;
 constexpr float kNearTieMargin = 0.02f;
 
-struct Step {
-  std::vector<std::pair<int32_t, float>> top;  // top-5 (id, logit), best first
-};
-struct GoldenCase {
-  std::string prompt;
-  std::vector<int32_t> prompt_ids;
-  std::vector<Step> steps;
-};
-
 std::vector<GoldenCase> load_golden(const std::string& arch) {
-  std::vector<GoldenCase> cases;
-  std::ifstream in(kShared + "/golden/arch/" + arch + "-greedy.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
-    GoldenCase c;
-    c.prompt = j.at("prompt").get<std::string>();
-    c.prompt_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
-    for (const auto& s : j.at("steps")) {
-      Step step;
-      for (const auto& p : s.at("top")) step.top.emplace_back(p.at(0).get<int32_t>(), p.at(1).get<float>());
-      c.steps.push_back(std::move(step));
-    }
-    cases.push_back(std::move(c));
-  }
-  return cases;
+  return load_golden_jsonl(kShared + "/golden/arch/" + arch + "-greedy.jsonl");
 }
 
 struct ArchCase {

@@ -4,11 +4,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
+#include "golden_jsonl.h"
 #include "model/model.h"
 
 namespace pagoda {
@@ -18,43 +17,13 @@ const std::string kShared = PAGODA_SHARED_DIR;
 constexpr float kLogitTolerance = 1e-3f;
 constexpr float kNearTieMargin = 0.02f;
 
-struct GoldenStep {
-  std::vector<std::pair<int32_t, float>> top;  // top-5 (id, logit), best first
-};
-
-struct GoldenCase {
-  std::string prompt;
-  std::vector<int32_t> prompt_ids;
-  std::vector<GoldenStep> steps;
-};
-
-std::vector<GoldenCase> load_golden() {
-  std::vector<GoldenCase> cases;
-  std::ifstream in(kShared + "/golden/stories260K-greedy.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
-    GoldenCase c;
-    c.prompt = j.at("prompt").get<std::string>();
-    c.prompt_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
-    for (const auto& s : j.at("steps")) {
-      GoldenStep step;
-      for (const auto& p : s.at("top")) step.top.emplace_back(p.at(0).get<int32_t>(), p.at(1).get<float>());
-      c.steps.push_back(std::move(step));
-    }
-    cases.push_back(std::move(c));
-  }
-  return cases;
-}
-
 class Stories260K : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     auto m = Model::load(kShared + "/models/stories260K.gguf");
     ASSERT_TRUE(m.ok()) << m.error().message;
     model_ = std::move(*m).release();
-    cases_ = new std::vector<GoldenCase>(load_golden());
+    cases_ = new std::vector<GoldenCase>(load_golden_jsonl(kShared + "/golden/stories260K-greedy.jsonl"));
   }
   static void TearDownTestSuite() {
     delete model_;
