@@ -21,6 +21,8 @@ struct KvStorage {
   int32_t block_size = 0;
 };
 
+class AttentionOverride;  // below
+
 struct ForwardBatch {
   std::span<const int32_t> tokens;        // [num_tokens] token ids, sequence after sequence
   std::span<const int32_t> positions;     // [num_tokens] position of each token in its sequence
@@ -40,6 +42,20 @@ struct ForwardBatch {
   // first probe_prefix[s] keys of its sequence (kernels/cpu/attention_probe.h). Never changes tokens or logits.
   std::span<const int32_t> probe_prefix;  // [num_seqs]
   float* probe_mass = nullptr;            // [n_layer, num_tokens, n_heads]
+  // Query capture (off when null): every layer's queries after RoPE, for warm start's summaries.
+  float* query_capture = nullptr;  // [n_layer, num_tokens, q_dim]
+  // Attention override (off when null): no K/V is written to `kv`, and this replaces the paged attention.
+  AttentionOverride* attention_override = nullptr;
+};
+
+// Replaces a layer's K/V store and paged attention (warm start's slot forward, src/warmstart/slot_forward.h): the
+// model's projections, norms and MLP run unchanged, only what the tokens attend to differs.
+class AttentionOverride {
+ public:
+  virtual ~AttentionOverride() = default;
+  // q: [num_tokens, q_dim], k and v: [num_tokens, kv_dim] this step's rows after RoPE; out: [num_tokens, q_dim].
+  virtual void attend(int64_t layer, const float* q, const float* k, const float* v, int64_t num_tokens,
+                      float* out) = 0;
 };
 
 // Which attention implementation the forward uses: the fused paged kernel (default), or the reference that

@@ -125,30 +125,9 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
     }
   }
 
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const LayerWeights& l = w.layers[il];
-    // Attention block: norm, projections, rotary positions.
-    norm(ws.x.data(), l.attn_norm, l.attn_norm_b, T, ws.xn.data());
-    {
-      const WeightMatrix* qkv[3] = {&l.wq, &l.wk, &l.wv};
-      float* out[3] = {ws.q.data(), ws.k.data(), ws.v.data()};
-      matmul_many(qkv, out, 3, ws.xn.data(), T, pool);
-    }
-    bias(ws.q.data(), l.bq, QD);
-    bias(ws.k.data(), l.bk, KVD);
-    bias(ws.v.data(), l.bv, KVD);
-    if (spec.qk_norm) {  // each head's vector is one RMSNorm row
-      rms_norm(ws.q.data(), l.q_norm.data(), T * hp.n_head, hp.head_dim, hp.norm_eps, ws.q.data());
-      rms_norm(ws.k.data(), l.k_norm.data(), T * hp.n_head_kv, hp.head_dim, hp.norm_eps, ws.k.data());
-    }
-    if (!learned_positions) {
-      for (int64_t t = 0; t < T; ++t) {
-        rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
-        rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
-      }
-    }
-    // Write this step's K/V to their slots, then attend through the block table (in-step keys included).
-    // (Stored in the cache's type: the attention below reads the stored values, this step's keys included.)
+  // Writes this step's K/V to their slots, then attends through the block table (in-step keys included).
+  // (Stored in the cache's type: the attention reads the stored values, this step's keys included.)
+  auto attend_paged = [&](int64_t il) {
     uint8_t* k_layer = kv.k_base + il * kv.layer_stride;
     uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
     kv_store_rows(kv.dtype, ws.k.data(), KVD, T, KVD, k_layer, slot_bytes, batch.slot_mapping.data());
@@ -171,6 +150,38 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
       paged_attention(args, pool);
     else
       paged_attention_reference(args, pool);
+  };
+
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const LayerWeights& l = w.layers[il];
+    // Attention block: norm, projections, rotary positions.
+    norm(ws.x.data(), l.attn_norm, l.attn_norm_b, T, ws.xn.data());
+    {
+      const WeightMatrix* qkv[3] = {&l.wq, &l.wk, &l.wv};
+      float* out[3] = {ws.q.data(), ws.k.data(), ws.v.data()};
+      matmul_many(qkv, out, 3, ws.xn.data(), T, pool);
+    }
+    bias(ws.q.data(), l.bq, QD);
+    bias(ws.k.data(), l.bk, KVD);
+    bias(ws.v.data(), l.bv, KVD);
+    if (spec.qk_norm) {  // each head's vector is one RMSNorm row
+      rms_norm(ws.q.data(), l.q_norm.data(), T * hp.n_head, hp.head_dim, hp.norm_eps, ws.q.data());
+      rms_norm(ws.k.data(), l.k_norm.data(), T * hp.n_head_kv, hp.head_dim, hp.norm_eps, ws.k.data());
+    }
+    if (!learned_positions) {
+      for (int64_t t = 0; t < T; ++t) {
+        rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
+        rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
+      }
+    }
+    // Attention: through the paged cache, or over what the override supplies (no K/V stored then).
+    if (batch.query_capture != nullptr)
+      std::memcpy(batch.query_capture + il * T * QD, ws.q.data(), sizeof(float) * T * QD);
+    if (batch.attention_override != nullptr) {
+      batch.attention_override->attend(il, ws.q.data(), ws.k.data(), ws.v.data(), T, ws.attn.data());
+    } else {
+      attend_paged(il);
+    }
     float* attn_out = hp.parallel_residual ? ws.attn_proj.data() : ws.proj.data();
     matmul(l.wo, ws.attn.data(), T, attn_out, pool);
     bias(attn_out, l.bo, E);

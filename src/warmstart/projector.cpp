@@ -1,0 +1,134 @@
+#include "warmstart/projector.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+
+namespace pagoda::warmstart {
+
+std::string to_string(ProjectorForm form) {
+  switch (form) {
+    case ProjectorForm::kIdentity: return "identity";
+    case ProjectorForm::kShared: return "shared";
+    case ProjectorForm::kBlockDiagonal: return "block-diagonal";
+  }
+  return "?";
+}
+
+Result<ProjectorForm> parse_projector_form(const std::string& text) {
+  if (text == "identity") return ProjectorForm::kIdentity;
+  if (text == "shared") return ProjectorForm::kShared;
+  if (text == "block-diagonal") return ProjectorForm::kBlockDiagonal;
+  return make_error("unknown projector form '" + text + "' (expected shared, block-diagonal or identity)");
+}
+
+Projector::Projector(ProjectorForm form, int64_t n_layer, int64_t n_kv_heads, int64_t head_dim, int64_t m)
+    : form_(form), n_layer_(n_layer), n_kv_heads_(n_kv_heads), head_dim_(head_dim), m_(m) {
+  weights_.assign(static_cast<size_t>(param_count()), 0.0f);
+}
+
+int64_t Projector::params_per_head() const {
+  const int64_t d = head_dim_;
+  switch (form_) {
+    case ProjectorForm::kIdentity: return 0;
+    case ProjectorForm::kShared: return (2 * d + 2) * (2 * d + 1);
+    case ProjectorForm::kBlockDiagonal: return 2 * (d + 1) * d + 2;
+  }
+  return 0;
+}
+
+namespace {
+
+// y[0..out) = [x[0..in), 1] * W, W row-major (in + 1) x out.
+void affine(const float* W, const float* x, int64_t in, int64_t out, float* y) {
+  for (int64_t c = 0; c < out; ++c) {
+    double s = W[in * out + c];
+    for (int64_t r = 0; r < in; ++r) s += static_cast<double>(x[r]) * W[r * out + c];
+    y[c] = static_cast<float>(s);
+  }
+}
+
+// Ridge toward identity for y = [x, 1] W over rows gathered by `rows(i, x, y)`: writes W row-major (in+1) x out.
+// The identity part maps input column c to output column c for c < min(in, out).
+template <typename Gather>
+void fit_affine(int64_t n_rows, int64_t in, int64_t out, double gamma, Gather gather, float* W) {
+  Eigen::MatrixXd X(n_rows, in + 1), Y(n_rows, out);
+  std::vector<float> x(in), y(out);
+  for (int64_t i = 0; i < n_rows; ++i) {
+    gather(i, x.data(), y.data());
+    for (int64_t c = 0; c < in; ++c) X(i, c) = x[c];
+    X(i, in) = 1.0;
+    for (int64_t c = 0; c < out; ++c) Y(i, c) = y[c];
+  }
+  Eigen::MatrixXd W0 = Eigen::MatrixXd::Zero(in + 1, out);
+  for (int64_t c = 0; c < std::min(in, out); ++c) W0(c, c) = 1.0;
+  Eigen::MatrixXd G = X.transpose() * X;
+  const double g = gamma * std::max(G.trace() / (in + 1), 1e-12);
+  G.diagonal().array() += g;
+  const Eigen::MatrixXd Wd = W0 + G.ldlt().solve(X.transpose() * (Y - X * W0));
+  for (int64_t r = 0; r <= in; ++r)
+    for (int64_t c = 0; c < out; ++c) W[r * out + c] = static_cast<float>(Wd(r, c));
+}
+
+}  // namespace
+
+Result<SlotCache> Projector::apply(const SlotCache& source) const {
+  if (source.n_layer != n_layer_ || source.n_kv_heads != n_kv_heads_ || source.head_dim != head_dim_ ||
+      source.n_slots != m_)
+    return make_error("warm start: the summary's shape does not match the projector's");
+  if (form_ == ProjectorForm::kIdentity) return source;
+  SlotCache out = source;
+  const int64_t d = head_dim_, Wd = source.row_width(), P = params_per_head();
+  for (int64_t l = 0; l < n_layer_; ++l)
+    for (int64_t h = 0; h < n_kv_heads_; ++h) {
+      const float* w = weights_.data() + (l * n_kv_heads_ + h) * P;
+      const float* src = source.head_rows(l, h);
+      float* dst = out.head_rows(l, h);
+      for (int64_t j = 0; j < m_; ++j) {
+        const float* x = src + j * Wd;
+        float* y = dst + j * Wd;
+        if (form_ == ProjectorForm::kShared) {
+          affine(w, x, Wd, Wd, y);
+        } else {
+          affine(w, x, d, d, y);
+          affine(w + (d + 1) * d, x + d, d, d, y + d);
+          y[2 * d] = w[2 * (d + 1) * d] * x[2 * d] + w[2 * (d + 1) * d + 1];
+        }
+      }
+    }
+  return out;
+}
+
+Result<Projector> fit_projector(ProjectorForm form, const std::vector<std::pair<const SlotCache*, const SlotCache*>>& pairs,
+                                double gamma) {
+  if (pairs.empty()) return make_error("warm start: no pairs to fit the projector on");
+  const SlotCache& first = *pairs.front().first;
+  for (const auto& [s, t] : pairs)
+    if (!s->same_shape(first) || !t->same_shape(first))
+      return make_error("warm start: the pairs' summaries differ in shape");
+  Projector p(form, first.n_layer, first.n_kv_heads, first.head_dim, first.n_slots);
+  if (form == ProjectorForm::kIdentity) return p;
+  const int64_t d = first.head_dim, Wd = first.row_width(), m = first.n_slots, P = p.params_per_head();
+  const int64_t n_rows = static_cast<int64_t>(pairs.size()) * m;
+  for (int64_t l = 0; l < first.n_layer; ++l)
+    for (int64_t h = 0; h < first.n_kv_heads; ++h) {
+      float* w = p.weights().data() + (l * first.n_kv_heads + h) * P;
+      // Row i: slot i % m of pair i / m.
+      auto rows = [&](int64_t i, int64_t offset, int64_t width, float* x, float* y) {
+        const auto& pr = pairs[i / m];
+        std::copy_n(pr.first->head_rows(l, h) + (i % m) * Wd + offset, width, x);
+        std::copy_n(pr.second->head_rows(l, h) + (i % m) * Wd + offset, width, y);
+      };
+      if (form == ProjectorForm::kShared) {
+        fit_affine(n_rows, Wd, Wd, gamma, [&](int64_t i, float* x, float* y) { rows(i, 0, Wd, x, y); }, w);
+      } else {
+        fit_affine(n_rows, d, d, gamma, [&](int64_t i, float* x, float* y) { rows(i, 0, d, x, y); }, w);
+        fit_affine(n_rows, d, d, gamma, [&](int64_t i, float* x, float* y) { rows(i, d, d, x, y); },
+                   w + (d + 1) * d);
+        fit_affine(n_rows, 1, 1, gamma, [&](int64_t i, float* x, float* y) { rows(i, 2 * d, 1, x, y); },
+                   w + 2 * (d + 1) * d);
+      }
+    }
+  return p;
+}
+
+}  // namespace pagoda::warmstart

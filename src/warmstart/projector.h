@@ -1,0 +1,56 @@
+// The cross-prompt projector: per layer and KV head, a map from a source prompt's summary to a similar target
+// prompt's, fitted by ridge regression on paraphrase pairs. A dense map over all m slots x (2d+1) would hold
+// (m(2d+1))^2 weights per head; pagoda offers two structured forms, both shared across the m slots (slot j of the
+// source maps to slot j of the target; slots are ordered by position, so paraphrases line up):
+//   - kShared: one affine map of the whole slot row (key, value, bias): (2d+2) x (2d+1) weights per head;
+//   - kBlockDiagonal: keys from keys, values from values, bias from bias, each affine: 2(d+1)d + 2 per head.
+// kIdentity is the "no projection" ablation. The ridge penalty pulls toward the identity map, so a huge gamma
+// gives back the source summary unchanged.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/result.h"
+#include "warmstart/slot_cache.h"
+
+namespace pagoda::warmstart {
+
+enum class ProjectorForm { kIdentity, kShared, kBlockDiagonal };
+
+std::string to_string(ProjectorForm form);
+Result<ProjectorForm> parse_projector_form(const std::string& text);
+
+class Projector {
+ public:
+  Projector() = default;
+  Projector(ProjectorForm form, int64_t n_layer, int64_t n_kv_heads, int64_t head_dim, int64_t m);
+
+  ProjectorForm form() const { return form_; }
+  int64_t n_layer() const { return n_layer_; }
+  int64_t n_kv_heads() const { return n_kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  int64_t slots() const { return m_; }
+  int64_t params_per_head() const;
+  int64_t param_count() const { return params_per_head() * n_layer_ * n_kv_heads_; }
+  // [n_layer, n_kv_heads, params_per_head()]: kShared row-major (2d+2) x (2d+1) (last row: intercept);
+  // kBlockDiagonal: keys (d+1) x d, values (d+1) x d, bias (slope, intercept).
+  std::vector<float>& weights() { return weights_; }
+  const std::vector<float>& weights() const { return weights_; }
+
+  // The projected target summary; `source` must have this projector's shape.
+  Result<SlotCache> apply(const SlotCache& source) const;
+
+ private:
+  ProjectorForm form_ = ProjectorForm::kIdentity;
+  int64_t n_layer_ = 0, n_kv_heads_ = 0, head_dim_ = 0, m_ = 0;
+  std::vector<float> weights_;
+};
+
+// Fits every layer and head by ridge regression toward the identity: minimises
+// sum ||x W - y||^2 + gamma' ||W - I||^2 over the slot rows of all pairs, gamma' = gamma * trace(X^T X) / cols.
+Result<Projector> fit_projector(ProjectorForm form, const std::vector<std::pair<const SlotCache*, const SlotCache*>>& pairs,
+                                double gamma);
+
+}  // namespace pagoda::warmstart

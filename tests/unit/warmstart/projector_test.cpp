@@ -1,0 +1,80 @@
+// The projector: fits recover a known linear relation, gamma -> infinity gives the identity, and shapes are checked.
+#include "warmstart/projector.h"
+
+#include <gtest/gtest.h>
+
+#include "util/rng.h"
+
+namespace pagoda::warmstart {
+namespace {
+
+SlotCache random_cache(Rng& rng, int64_t d, int64_t m) {
+  SlotCache c;
+  c.n_layer = 2;
+  c.n_kv_heads = 2;
+  c.head_dim = d;
+  c.n_slots = m;
+  c.rows.resize(static_cast<size_t>(2 * 2 * m * (2 * d + 1)));
+  for (float& x : c.rows) x = static_cast<float>(rng.next_normal());
+  return c;
+}
+
+// target = 0.5 * source + 0.25 elementwise: within both structured forms.
+SlotCache related(const SlotCache& s) {
+  SlotCache t = s;
+  for (float& x : t.rows) x = 0.5f * x + 0.25f;
+  return t;
+}
+
+TEST(Projector, BothFormsRecoverAnAffineRelation) {
+  Rng rng(7);
+  std::vector<SlotCache> src, tgt;
+  for (int i = 0; i < 40; ++i) {
+    src.push_back(random_cache(rng, 4, 8));
+    tgt.push_back(related(src.back()));
+  }
+  std::vector<std::pair<const SlotCache*, const SlotCache*>> pairs;
+  for (size_t i = 0; i < src.size(); ++i) pairs.emplace_back(&src[i], &tgt[i]);
+  for (ProjectorForm form : {ProjectorForm::kShared, ProjectorForm::kBlockDiagonal}) {
+    auto p = fit_projector(form, pairs, 1e-9);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    Rng fresh(99);
+    SlotCache probe = random_cache(fresh, 4, 8);
+    auto y = p->apply(probe);
+    ASSERT_TRUE(y.ok());
+    const SlotCache want = related(probe);
+    for (size_t i = 0; i < want.rows.size(); ++i) ASSERT_NEAR(y->rows[i], want.rows[i], 1e-3) << to_string(form);
+  }
+  EXPECT_EQ(Projector(ProjectorForm::kShared, 2, 2, 4, 8).params_per_head(), 10 * 9);
+  EXPECT_EQ(Projector(ProjectorForm::kBlockDiagonal, 2, 2, 4, 8).params_per_head(), 2 * 5 * 4 + 2);
+}
+
+TEST(Projector, AHugeRidgeGivesTheIdentity) {
+  Rng rng(3);
+  std::vector<SlotCache> src, tgt;
+  for (int i = 0; i < 10; ++i) {
+    src.push_back(random_cache(rng, 4, 8));
+    tgt.push_back(related(src.back()));
+  }
+  std::vector<std::pair<const SlotCache*, const SlotCache*>> pairs;
+  for (size_t i = 0; i < src.size(); ++i) pairs.emplace_back(&src[i], &tgt[i]);
+  auto p = fit_projector(ProjectorForm::kShared, pairs, 1e12);
+  ASSERT_TRUE(p.ok());
+  auto y = p->apply(src[0]);
+  ASSERT_TRUE(y.ok());
+  for (size_t i = 0; i < y->rows.size(); ++i) ASSERT_NEAR(y->rows[i], src[0].rows[i], 1e-4);
+}
+
+TEST(Projector, RefusesMismatchedShapes) {
+  Rng rng(1);
+  SlotCache a = random_cache(rng, 4, 8), b = random_cache(rng, 4, 6);
+  std::vector<std::pair<const SlotCache*, const SlotCache*>> pairs = {{&a, &b}};
+  EXPECT_FALSE(fit_projector(ProjectorForm::kShared, pairs, 1.0).ok());
+  EXPECT_FALSE(fit_projector(ProjectorForm::kShared, {}, 1.0).ok());
+  Projector p(ProjectorForm::kShared, 2, 2, 4, 8);
+  EXPECT_FALSE(p.apply(b).ok());
+  EXPECT_FALSE(parse_projector_form("dense").ok());
+}
+
+}  // namespace
+}  // namespace pagoda::warmstart
