@@ -1,4 +1,4 @@
-// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench / batch / serve / anchor / version.
+// pagoda: one binary, subcommands run / tokenize / inspect / synth / bench / batch / serve / anchor / version / warmstart.
 #include <cstdio>
 #include <exception>
 
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_template_command(app, action);
   pagoda::cli::add_version_command(app, action);
   pagoda::cli::add_anchor_command(app, action);
+  pagoda::cli::add_warmstart_command(app, action);
   app.set_version_flag("--version", [] {
     std::string report = pagoda::cli::version_report(/*system=*/false);
     report.pop_back();  // CLI11 ends the message with its own newline

@@ -1,0 +1,322 @@
+#include "warmstart/evaluation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "model/kv_cache.h"
+#include "model/transformer.h"
+#include "warmstart/kv_summary.h"
+#include "warmstart/library.h"
+#include "warmstart/prompt_embedding.h"
+#include "warmstart/prompt_state.h"
+#include "warmstart/slot_forward.h"
+
+namespace pagoda::warmstart {
+
+namespace {
+
+std::vector<double> log_softmax(const std::vector<float>& logits) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (float x : logits) mx = std::max(mx, static_cast<double>(x));
+  double z = 0;
+  for (float x : logits) z += std::exp(x - mx);
+  const double lz = mx + std::log(z);
+  std::vector<double> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - lz;
+  return out;
+}
+
+using Clock = std::chrono::steady_clock;
+
+template <typename F>
+double median_seconds(int repeats, F&& fn) {
+  std::vector<double> t;
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    const auto t0 = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// The engine's own single-sequence path (default KV type): the cold reference and every exact continuation.
+class ColdPath {
+ public:
+  ColdPath(const Model& model, ThreadPool& pool)
+      : model_(model), pool_(pool), cache_(model.hparams(), model.hparams().n_ctx_train) {}
+
+  // Runs tokens[from..) after keeping the first `from` cached tokens; returns the last token's logits.
+  Status prefill(const std::vector<int32_t>& tokens, int64_t from, std::vector<float>& logits) {
+    cache_.set_length(from);
+    return transformer_forward(model_, std::span(tokens).subspan(from), cache_, ws_, pool_, false, logits);
+  }
+  Status step(int32_t token, std::vector<float>& logits) {
+    return transformer_forward(model_, std::span(&token, 1), cache_, ws_, pool_, false, logits);
+  }
+  Status all_logits(std::span<const int32_t> tokens, std::vector<float>& logits) {
+    return transformer_forward(model_, tokens, cache_, ws_, pool_, true, logits);
+  }
+  ContiguousKvCache& cache() { return cache_; }
+
+ private:
+  const Model& model_;
+  ThreadPool& pool_;
+  ContiguousKvCache cache_;
+  TransformerWorkspace ws_;
+};
+
+#define EVAL_TRY(expr)                                    \
+  do {                                                    \
+    auto s_ = (expr);                                     \
+    if (!s_.ok()) return make_error(s_.error().message); \
+  } while (0)
+
+}  // namespace
+
+double kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q) {
+  const auto lp = log_softmax(logits_p), lq = log_softmax(logits_q);
+  double kl = 0;
+  for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
+  return std::max(kl, 0.0);
+}
+
+int32_t argmax(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test, const std::vector<WarmStartMaps>& maps,
+                            const EvalOptions& o, const std::function<void(int64_t, int64_t)>& progress) {
+  if (maps.empty()) return make_error("warm start eval: no maps given");
+  const SummaryOptions& so = maps.front().summary;
+  for (const auto& m : maps) {
+    PAGODA_RETURN_IF_ERROR(check_maps_fit_model(m, model.hparams()));
+    if (m.summary.m != so.m || m.summary.ref_positions != so.ref_positions || m.summary.value_ridge != so.value_ridge)
+      return make_error("warm start eval: every maps file must use the same summary settings (m, R, ridge)");
+  }
+  const ModelHParams& hp = model.hparams();
+  const Tokenizer& tok = model.tokenizer();
+  ThreadPool pool(o.threads);
+  TransformerWorkspace ws;
+  ColdPath cold(model, pool);
+  EvalResult result;
+  result.methods.push_back("served");
+  for (const auto& m : maps) result.methods.push_back("projected:" + to_string(m.projector.form()));
+  for (const char* name : {"no-projection", "oracle-summary", "neighbour-kv", "response-cache", "no-cache", "prefix-cache"})
+    result.methods.push_back(name);
+
+  // Keep the pairs whose prompts fit: prefix >= m, prompt + continuation + quality tokens inside the context.
+  struct Item {
+    const PromptPair* pair;
+    std::vector<int32_t> source, target, continuation;
+  };
+  std::vector<Item> items;
+  for (const auto& p : test) {
+    Item it{&p, tok.encode(p.source, true), tok.encode(p.target, true), tok.encode(" " + p.continuation, false)};
+    const int64_t need = static_cast<int64_t>(std::max(it.source.size(), it.target.size()) + it.continuation.size()) +
+                         o.quality_tokens + 1;
+    if (static_cast<int64_t>(std::min(it.source.size(), it.target.size())) < so.m + 1 || need > hp.n_ctx_train ||
+        it.continuation.empty()) {
+      ++result.skipped;
+      continue;
+    }
+    items.push_back(std::move(it));
+  }
+  if (items.empty()) return make_error("warm start eval: no test pair fits the model's context and m");
+
+  // The library: every test source's summary; and, for the baselines, its cold first-token logits.
+  const auto lib_t0 = Clock::now();
+  WarmStartLibrary library(std::numeric_limits<uint64_t>::max());
+  std::vector<std::vector<float>> source_cold_logits;
+  std::vector<const std::vector<int32_t>*> source_tokens;
+  int64_t kv_bytes_sum = 0;
+  for (const auto& it : items) {
+    auto state = run_prompt(model, it.source, pool, ws);
+    if (!state.ok()) return state.error();
+    auto summary = summarize_prefix(hp, *state, so);
+    if (!summary.ok()) return summary.error();
+    LibraryEntry e{it.source, embed_prompt(model, it.source), std::move(*summary)};
+    result.summary_bytes = static_cast<int64_t>(e.summary.bytes());
+    library.insert(std::move(e));
+    std::vector<float> logits;
+    EVAL_TRY(cold.prefill(it.source, 0, logits));
+    source_cold_logits.push_back(std::move(logits));
+    source_tokens.push_back(&it.source);
+    kv_bytes_sum += static_cast<int64_t>(it.source.size()) * 2 * hp.n_layer * hp.kv_dim() * 2;
+  }
+  result.library_seconds = std::chrono::duration<double>(Clock::now() - lib_t0).count();
+  result.library_bytes = static_cast<int64_t>(library.bytes());
+  result.full_kv_bytes_mean = kv_bytes_sum / static_cast<int64_t>(items.size());
+
+  std::vector<float> logits, scratch;
+  for (size_t idx = 0; idx < items.size(); ++idx) {
+    const Item& it = items[idx];
+    RequestOutcome r;
+    r.template_id = it.pair->template_id;
+    r.instance = it.pair->instance;
+    r.adversarial = it.pair->adversarial;
+    r.target_tokens = static_cast<int64_t>(it.target.size());
+    const int64_t T = r.target_tokens;
+
+    // Cold reference: first-token logits, greedy continuation, continuation log-likelihood.
+    std::vector<float> cold_logits;
+    EVAL_TRY(cold.prefill(it.target, 0, cold_logits));
+    std::vector<int32_t> cold_greedy = {argmax(cold_logits)};
+    for (int i = 1; i < o.quality_tokens; ++i) {
+      EVAL_TRY(cold.step(cold_greedy.back(), logits));
+      cold_greedy.push_back(argmax(logits));
+    }
+    cold.cache().set_length(T);
+    EVAL_TRY(cold.all_logits(it.continuation, scratch));
+    const int64_t C = static_cast<int64_t>(it.continuation.size());
+    double rest_ll = 0;  // log p of continuation tokens 2.. (exact cache after token 1)
+    for (int64_t i = 0; i + 1 < C; ++i) {
+      std::vector<float> row(scratch.begin() + i * hp.n_vocab, scratch.begin() + (i + 1) * hp.n_vocab);
+      rest_ll += log_softmax(row)[it.continuation[i + 1]];
+    }
+    r.continuation_tokens = C;
+    r.cold_continuation_ll = log_softmax(cold_logits)[it.continuation[0]] + rest_ll;
+
+    // Search.
+    const auto embedding = embed_prompt(model, it.target);
+    const auto hit = library.nearest(embedding);
+    const int64_t n = hit->index;
+    r.similarity = hit->similarity;
+    r.hit = !o.warm_start_off && hit->similarity >= o.tau;
+    r.neighbour_is_own_source = n == static_cast<int64_t>(idx);
+    r.neighbour_tokens = static_cast<int64_t>(source_tokens[n]->size());
+    auto search = [&] {
+      auto e = embed_prompt(model, it.target);
+      return library.nearest(e);
+    };
+
+    // Each method: (first-token logits, a timed servable computation).
+    auto time_it = [&](auto&& fn) { return median_seconds(o.timing_repeats, fn); };
+    auto finish = [&](MethodOutcome& m, const std::vector<float>& first) -> Status {
+      m.kl_method_cold = kl_divergence(first, cold_logits);
+      m.kl_cold_method = kl_divergence(cold_logits, first);
+      const int32_t w1 = argmax(first);
+      m.top1_agree = w1 == cold_greedy[0];
+      m.continuation_ll = log_softmax(first)[it.continuation[0]] + rest_ll;
+      if (m.top1_agree) {
+        m.agree_tokens = o.quality_tokens;  // token 1 equal: the exact path from token 2 is the cold one
+      } else {
+        // Token 1 forced to the method's choice, tokens 2.. greedy from the exact cache.
+        PAGODA_RETURN_IF_ERROR(cold.prefill(it.target, 0, logits));  // other methods reused the cache
+        int32_t t = w1;
+        m.agree_tokens = 0;
+        for (int i = 0; i < o.quality_tokens; ++i) {
+          m.agree_tokens += t == cold_greedy[i];
+          if (i + 1 == o.quality_tokens) break;
+          PAGODA_RETURN_IF_ERROR(cold.step(t, logits));
+          t = argmax(logits);
+        }
+      }
+      return Status::success();
+    };
+    auto add = [&](const std::string& name, const std::vector<float>& first, double ttft) -> Status {
+      MethodOutcome m;
+      m.method = name;
+      m.ttft_s = ttft;
+      PAGODA_RETURN_IF_ERROR(finish(m, first));
+      r.methods.push_back(std::move(m));
+      return Status::success();
+    };
+
+    r.cold_ttft_s = time_it([&] { (void)cold.prefill(it.target, 0, logits); });
+    r.cold_token2_s = time_it([&] {
+      (void)cold.prefill(it.target, 0, logits);
+      (void)cold.step(argmax(logits), scratch);
+    });
+
+    // served: what --warm-start serves (projected with the first maps on a hit, cold otherwise).
+    const Projector& served_projector = maps.front().projector;
+    auto served_first = [&](std::vector<float>& out) -> Status {
+      const auto h = search();
+      if (!o.warm_start_off && h && h->similarity >= o.tau) {
+        auto projected = served_projector.apply(library.entry(h->index).summary);
+        if (!projected.ok()) return projected.error();
+        return slot_forward(model, it.target.back(), *projected, pool, ws, out);
+      }
+      return cold.prefill(it.target, 0, out);
+    };
+    std::vector<float> first;
+    EVAL_TRY(served_first(first));
+    EVAL_TRY(add("served", first, time_it([&] { (void)served_first(scratch); })));
+    r.served_token2_s = time_it([&] {
+      (void)served_first(scratch);
+      if (r.hit) (void)cold.prefill(it.target, 0, logits);  // the exact prefill still runs
+      (void)cold.step(argmax(scratch), logits);
+    });
+
+    for (const auto& m : maps) {
+      auto run = [&](std::vector<float>& out) -> Status {
+        const auto h = search();
+        auto projected = m.projector.apply(library.entry(h->index).summary);
+        if (!projected.ok()) return projected.error();
+        return slot_forward(model, it.target.back(), *projected, pool, ws, out);
+      };
+      EVAL_TRY(run(first));
+      EVAL_TRY(add("projected:" + to_string(m.projector.form()), first, time_it([&] { (void)run(scratch); })));
+    }
+    {
+      auto run = [&](std::vector<float>& out) -> Status {
+        const auto h = search();
+        return slot_forward(model, it.target.back(), library.entry(h->index).summary, pool, ws, out);
+      };
+      EVAL_TRY(run(first));
+      EVAL_TRY(add("no-projection", first, time_it([&] { (void)run(scratch); })));
+    }
+    {
+      auto state = run_prompt(model, it.target, pool, ws);
+      if (!state.ok()) return state.error();
+      auto own = summarize_prefix(hp, *state, so);
+      if (!own.ok()) return own.error();
+      EVAL_TRY(slot_forward(model, it.target.back(), *own, pool, ws, first));
+      EVAL_TRY(add("oracle-summary", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own, pool, ws, scratch); })));
+    }
+    {
+      // The neighbour's exact prefix cache (all but its last token), the target's last token after it.
+      const auto& src = *source_tokens[n];
+      std::vector<int32_t> seq(src.begin(), src.end() - 1);
+      seq.push_back(it.target.back());
+      EVAL_TRY(cold.prefill(seq, 0, first));
+      const double t = time_it([&] {
+        (void)search();
+        (void)cold.prefill(seq, static_cast<int64_t>(seq.size()) - 1, scratch);
+      });
+      EVAL_TRY(add("neighbour-kv", first, t));
+    }
+    EVAL_TRY(add("response-cache", source_cold_logits[n], time_it([&] { (void)search(); })));
+    {
+      const SlotCache none = SlotCache::empty_for(hp, 0);
+      EVAL_TRY(slot_forward(model, it.target.back(), none, pool, ws, first));
+      EVAL_TRY(add("no-cache", first, time_it([&] { (void)slot_forward(model, it.target.back(), none, pool, ws, scratch); })));
+    }
+    {
+      // Exact prefix cache: the target's tokens shared with the neighbour from the start, in whole blocks,
+      // leaving at least the last token to run.
+      const auto& src = *source_tokens[n];
+      int64_t common = 0;
+      while (common < T - 1 && common < static_cast<int64_t>(src.size()) && src[common] == it.target[common]) ++common;
+      common = common / o.prefix_block * o.prefix_block;
+      std::vector<int32_t> head(it.target.begin(), it.target.begin() + std::max<int64_t>(common, 1));
+      std::vector<double> times;
+      for (int rep = 0; rep < std::max(o.timing_repeats, 1); ++rep) {
+        if (common > 0) EVAL_TRY(cold.prefill(head, 0, scratch));  // the cached blocks (not timed)
+        const auto t0 = Clock::now();
+        EVAL_TRY(cold.prefill(it.target, common, first));
+        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      std::sort(times.begin(), times.end());
+      EVAL_TRY(add("prefix-cache", first, times[times.size() / 2]));
+    }
+    result.requests.push_back(std::move(r));
+    if (progress) progress(static_cast<int64_t>(idx + 1), static_cast<int64_t>(items.size()));
+  }
+  return result;
+}
+
+}  // namespace pagoda::warmstart

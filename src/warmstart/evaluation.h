@@ -1,0 +1,82 @@
+// `pagoda warmstart eval`: the falsification harness of docs/warm-start.md. For every test pair the target prompt's
+// first-token distribution is computed by the cold path (the engine's ordinary prefill, the reference) and by each
+// method below; the library holds the summaries of every test pair's source prompt, searched by embedding.
+//   served            what `--warm-start` serves: projected summary on a hit (similarity >= tau), cold otherwise
+//   projected:<form>  the projected summary of the nearest neighbour, hit or not (one per maps file)
+//   no-projection     the neighbour's summary used as-is                                    (baseline 5)
+//   oracle-summary    the target's own exact cache compressed to m slots (compression error alone)  (6)
+//   neighbour-kv      the neighbour's full exact prefix cache, the target's last token after it       (4)
+//   response-cache    the neighbour's own first-token distribution (a semantic response cache)        (3)
+//   no-cache          the last token alone, no cache                                                   (7)
+//   prefix-cache      exact prefix cache on the shared token prefix (block-rounded): exact, KL 0      (2)
+// Metrics per request and method: KL both ways, top-1 agreement, time to first token (embedding, search,
+// projection and slot forward included), greedy agreement of the first 16 tokens with cold (token 1 from the
+// method, tokens 2.. from the exact cache: the serving guarantee), the held-out continuation's log-likelihood.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "util/result.h"
+#include "warmstart/paraphrase_data.h"
+#include "warmstart/warm_start_maps.h"
+
+namespace pagoda::warmstart {
+
+struct EvalOptions {
+  double tau = 0.9;             // the served method's similarity threshold
+  bool warm_start_off = false;  // the control: `served` never uses warm start (its KL must be exactly 0)
+  int quality_tokens = 16;
+  int timing_repeats = 3;  // median of this many timings per request and method
+  int threads = 1;
+  int prefix_block = 16;  // the prefix cache's block size (hits are whole blocks)
+};
+
+struct MethodOutcome {
+  std::string method;
+  double kl_method_cold = 0;  // KL(p_method || p_cold)
+  double kl_cold_method = 0;  // KL(p_cold || p_method)
+  bool top1_agree = false;
+  double ttft_s = 0;
+  int agree_tokens = 0;      // of quality_tokens, greedy, against cold
+  double continuation_ll = 0;  // sum of log-probabilities of the continuation
+};
+
+struct RequestOutcome {
+  int template_id = 0;
+  int instance = 0;
+  bool adversarial = false;
+  int64_t target_tokens = 0;
+  int64_t neighbour_tokens = 0;
+  float similarity = 0;
+  bool neighbour_is_own_source = false;
+  bool hit = false;  // similarity >= tau
+  double cold_ttft_s = 0;
+  double cold_token2_s = 0;    // cold prefill + one decode step
+  double served_token2_s = 0;  // served first token (warm path on a hit) + exact prefill + one decode step
+  int64_t continuation_tokens = 0;
+  double cold_continuation_ll = 0;
+  std::vector<MethodOutcome> methods;
+};
+
+struct EvalResult {
+  std::vector<std::string> methods;
+  std::vector<RequestOutcome> requests;
+  int64_t skipped = 0;  // pairs whose prompts were too short for m slots or too long for the context
+  double library_seconds = 0;
+  int64_t library_bytes = 0;
+  int64_t summary_bytes = 0;  // one entry's summary
+  int64_t full_kv_bytes_mean = 0;  // the exact F16 cache of a mean source prompt, for comparison
+};
+
+// All maps must share the summary settings (m, R, ridge). progress(done, total) after each request.
+Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test, const std::vector<WarmStartMaps>& maps,
+                            const EvalOptions& options, const std::function<void(int64_t, int64_t)>& progress = {});
+
+// Softmax-based helpers (exposed for tests).
+double kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q);
+int32_t argmax(const std::vector<float>& logits);
+
+}  // namespace pagoda::warmstart

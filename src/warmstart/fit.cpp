@@ -1,0 +1,49 @@
+#include "warmstart/fit.h"
+
+#include <chrono>
+
+#include "warmstart/kv_summary.h"
+#include "warmstart/prompt_state.h"
+
+namespace pagoda::warmstart {
+
+Result<WarmStartMaps> fit_maps(const Model& model, const std::vector<TextPair>& pairs, const FitOptions& o,
+                               FitReport& report, const std::function<void(int64_t, int64_t)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ThreadPool pool(o.threads);
+  TransformerWorkspace ws;
+  std::vector<SlotCache> sources, targets;
+  auto summarize = [&](const std::string& text) -> Result<SlotCache> {
+    const auto tokens = model.tokenizer().encode(text, true);
+    auto state = run_prompt(model, tokens, pool, ws);
+    if (!state.ok()) return state.error();
+    return summarize_prefix(model.hparams(), *state, o.summary);
+  };
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    auto s = summarize(pairs[i].source);
+    auto t = s.ok() ? summarize(pairs[i].target) : Result<SlotCache>(s.error());
+    if (s.ok() && t.ok()) {
+      sources.push_back(std::move(*s));
+      targets.push_back(std::move(*t));
+      ++report.pairs_used;
+    } else {
+      const std::string why = s.ok() ? t.error().message : s.error().message;
+      if (why.find("too short") == std::string::npos) return make_error(why);
+      ++report.pairs_skipped;
+    }
+    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(pairs.size()));
+  }
+  std::vector<std::pair<const SlotCache*, const SlotCache*>> refs;
+  for (size_t i = 0; i < sources.size(); ++i) refs.emplace_back(&sources[i], &targets[i]);
+  WarmStartMaps maps;
+  maps.summary = o.summary;
+  maps.gamma = o.gamma;
+  if (refs.empty()) return make_error("warm start: no training pair is long enough for " + std::to_string(o.summary.m) + " slots");
+  auto p = fit_projector(o.form, refs, o.gamma);
+  if (!p.ok()) return p.error();
+  maps.projector = std::move(*p);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return maps;
+}
+
+}  // namespace pagoda::warmstart
