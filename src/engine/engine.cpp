@@ -223,6 +223,8 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
     error = "n must be between 1 and 128";
   } else if (r.logprobs > 20) {
     error = "logprobs must be at most 20";
+  } else if (r.forced_first_token && (*r.forced_first_token < 0 || *r.forced_first_token >= model_.hparams().n_vocab)) {
+    error = "the forced first token " + std::to_string(*r.forced_first_token) + " is outside the vocabulary";
   } else if (Status st = r.sampling.validate(); !st.ok()) {
     error = st.error().message;
   } else {
@@ -266,8 +268,27 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   seq->arrival = rs->arrival;
   seq->ns = &rs->ns;
   scheduler_->add_waiting(seq.get());
+  Sequence* first = seq.get();
   rs->seqs.push_back(std::move(seq));
   active_.push_back(std::move(rs));
+  if (config_.warm_start) try_warm_start(*first);
+}
+
+void Engine::try_warm_start(Sequence& s) {
+  const GenerationRequest& r = s.request->request;
+  if (r.n != 1 || r.grammar || r.logprobs >= 0 || !r.anchor.empty() || r.forced_first_token) return;
+  auto d = config_.warm_start->first_token(std::span<const int32_t>(s.tokens.data(), s.prompt_len), s.sampler.params(),
+                                           *pool_);
+  if (!d.ok()) return finish(s, FinishReason::kError, "warm start: " + d.error().message);
+  StreamEvent ev;
+  ev.warm_start = d->hit ? WarmStartUse::kHit : WarmStartUse::kMiss;
+  ev.warm_start_similarity = d->similarity;
+  if (!d->hit) {
+    s.warm_start_event = ev;  // said on the first token, sampled as usual
+    return;
+  }
+  // The first token now; the scheduler then prefills prompt + this token, and token 2 is sampled from there.
+  emit_token(s, d->token, d->logits, std::move(ev));
 }
 
 void Engine::process_cancellations() {
@@ -455,8 +476,18 @@ void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
     if (!any) return finish(s, FinishReason::kError, "the output grammar allows no token here");
     allowed = masked_logits_;
   }
-  const int32_t token = s.sampler.sample(allowed, prompt, output);
+  const int32_t token = s.num_generated() == 0 && r.forced_first_token ? *r.forced_first_token
+                                                                       : s.sampler.sample(allowed, prompt, output);
   StreamEvent ev;
+  if (s.warm_start_event) {
+    ev = *s.warm_start_event;
+    s.warm_start_event.reset();
+  }
+  emit_token(s, token, logits, std::move(ev));
+}
+
+void Engine::emit_token(Sequence& s, int32_t token, std::span<const float> logits, StreamEvent ev) {
+  const GenerationRequest& r = s.request->request;
   ev.index = s.index;
   ev.token = token;
   if (r.logprobs >= 0) ev.logprob = token_logprobs(logits, token, r.logprobs, &ev.top_logprobs);
@@ -533,6 +564,7 @@ void Engine::refresh_stats() {
   peak_seq_slack_ = std::max(peak_seq_slack_, st.blocks.max_seq_slack_slots);
   st.peak_seq_slack_slots = peak_seq_slack_;
   st.prompt_tokens_computed = prompt_tokens_computed_;
+  if (config_.warm_start) st.warm_start = config_.warm_start->stats();
   st.generated_tokens = generated_tokens_;
   st.requests_finished = requests_finished_;
   st.anchor_rechecks = anchor_rechecks_;

@@ -36,6 +36,7 @@
 #include "util/clock.h"
 #include "util/rng.h"
 #include "util/thread_pool.h"
+#include "warmstart/warm_start_service.h"
 
 namespace pagoda {
 
@@ -63,6 +64,10 @@ struct EngineConfig {
   // chosen cadence. The default, session, does nothing after registration.
   AnchorRecheck anchor_recheck;
   Clock* clock = nullptr;  // LRU clock; nullptr: a steady clock
+  // Warm start (off when null, src/warmstart/warm_start_service.h): an eligible request's first token from a
+  // projected summary of a similar earlier prompt, emitted at admission; tokens 2.. from the exact prefill.
+  // Eligible: one choice, no grammar, no logprobs, no anchor, no forced first token.
+  std::shared_ptr<warmstart::WarmStartService> warm_start;
 };
 
 constexpr uint64_t kDefaultKvCacheBytes = uint64_t{1} << 30;
@@ -120,6 +125,7 @@ struct EngineStats {
   int64_t requests_finished = 0;
   int64_t anchor_rechecks = 0;          // re-checks run by the benchmark-only cadence (EngineConfig::anchor_recheck)
   double anchor_recheck_seconds = 0;    // time they took, on the engine thread
+  warmstart::WarmStartStats warm_start;  // hits, misses and time (all zero when warm start is off)
 };
 
 struct RequestState {
@@ -196,6 +202,9 @@ class Engine {
   void process_cancellations();
   void run_batch(const SchedulerStep& sched);
   void sample_and_emit(Sequence& s, std::span<const float> logits);
+  // Appends `token` to the sequence and emits it (stop checks, grammar, length); `logits` are the ones behind it.
+  void emit_token(Sequence& s, int32_t token, std::span<const float> logits, StreamEvent ev = {});
+  void try_warm_start(Sequence& s);
   void fork_choices(Sequence& parent);
   void finish(Sequence& s, FinishReason reason, const std::string& error = {});
   void fail_request(std::unique_ptr<RequestState> rs, const std::string& error);

@@ -32,7 +32,13 @@ struct GenerationRequest {
   // Structured output: every sampled token must continue this grammar (masks before sampling; the choice ends
   // with "stop" when the grammar allows nothing more). nullptr: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // The first generated token is this one instead of a sampled one (the prompt's logits are computed but unused).
+  // The reference of warm start's guarantee, and a tool for tests. Must be a vocabulary id.
+  std::optional<int32_t> forced_first_token;
 };
+
+// What warm start did for a request (engine/warmstart): only on the first token event of choice 0.
+enum class WarmStartUse { kOff, kMiss, kHit };
 
 // kAnchorRevoked: the verified anchor the request started from was revoked (or expired) while it ran.
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError, kAnchorRevoked };
@@ -49,6 +55,8 @@ struct StreamEvent {
   float logprob = 0.0f;
   std::vector<TokenLogprob> top_logprobs;
   std::vector<float> logits;  // raw logits behind this token, only with return_logits
+  WarmStartUse warm_start = WarmStartUse::kOff;  // first token of choice 0: whether it came from warm start
+  float warm_start_similarity = 0;               // with kMiss/kHit: the nearest library entry's cosine
   // kFinished
   FinishReason finish = FinishReason::kNone;
   std::string error;  // with kError

@@ -40,6 +40,8 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> prompt = {},
                  std::span<const int32_t> output = {});
 
+  const SamplingParams& params() const { return params_; }
+
   // Index of the largest logit; the lowest index wins a tie.
   static int32_t argmax(std::span<const float> logits);
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
 #include "grammar/grammar_matcher.h"
@@ -47,6 +48,8 @@ struct Sequence {
   StopMatcher stop;
   // With a structured-output grammar: where the generated text stands in it.
   std::optional<grammar::MatcherState> grammar_state;
+  // Warm start missed: what to say on the first token event (engine/warm start).
+  std::optional<StreamEvent> warm_start_event;
 
   int64_t num_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   // Tokens still to be computed before the next sample (1 for a decode, more while prefilling).
