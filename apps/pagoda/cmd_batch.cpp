@@ -38,6 +38,8 @@ struct Choice {
   FinishReason finish = FinishReason::kNone;
   std::string error;
   ojson logprobs = ojson::array();
+  WarmStartUse warm_start = WarmStartUse::kOff;
+  float warm_start_similarity = 0;
 };
 
 struct Pending {
@@ -63,6 +65,9 @@ ojson result_line(const Pending& p, const std::vector<Choice>& choices) {
   ojson out = {{"id", p.id}, {"prompt_ids", p.stream->prompt_ids()}};
   const ojson first = choice_json(choices[0], false, 0);
   for (auto it = first.begin(); it != first.end(); ++it) out[it.key()] = *it;
+  if (choices[0].warm_start != WarmStartUse::kOff)  // only with --warm-start: whether the first token used it
+    out["warm_start"] = {{"used", choices[0].warm_start == WarmStartUse::kHit},
+                         {"similarity", choices[0].warm_start_similarity}};
   if (p.n > 1) {
     out["choices"] = ojson::array();
     for (int32_t i = 0; i < p.n; ++i) out["choices"].push_back(choice_json(choices[i], true, i));
@@ -79,12 +84,14 @@ int run_batch(const BatchOptions& o) {
   auto config = engine_config(o.engine, o.model_path);
   if (!config.ok()) return fail(config.error().message);
   config->seed = o.seed;
+  if (Status st = attach_warm_start(o.engine, m, *config); !st.ok()) return fail(st.error().message);
   auto engine = Engine::create(m, *config);
   if (!engine.ok()) return fail(engine.error().message);
   if (o.anchor_trust_root.empty() && !o.anchor_files.empty()) return fail("--anchor needs --anchor-trust-root");
   std::FILE* out = std::fopen(o.output_path.c_str(), "wb");
   if (!out) return fail("cannot open --output file '" + o.output_path + "' for writing");
   std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
+  if (config->warm_start) std::fprintf(stderr, "pagoda: %s\n", config->warm_start->describe().c_str());
 
   // Read and submit everything first: the engine sees all requests at once.
   std::vector<Pending> pending;
@@ -153,6 +160,10 @@ int run_batch(const BatchOptions& o) {
           c.error = ev.error;
           continue;
         }
+        if (c.ids.empty()) {
+          c.warm_start = ev.warm_start;
+          c.warm_start_similarity = ev.warm_start_similarity;
+        }
         c.ids.push_back(ev.token);
         if (p.want_logprobs) {
           ojson top = ojson::array();
@@ -186,6 +197,12 @@ int run_batch(const BatchOptions& o) {
                  {"prompt_tokens_computed", st.prompt_tokens_computed},
                  {"generated_tokens", st.generated_tokens},
                  {"seconds", seconds}};
+  if (config->warm_start)
+    stats["warm_start"] = {{"hits", st.warm_start.hits},
+                           {"misses", st.warm_start.misses},
+                           {"search_seconds", st.warm_start.search_s},
+                           {"projection_seconds", st.warm_start.projection_s},
+                           {"forward_seconds", st.warm_start.forward_s}};
   std::fprintf(stderr, "pagoda: stats %s\n", json_line(stats).c_str());
   return 0;
 }

@@ -74,6 +74,7 @@ Result<std::unique_ptr<Engine>> make_engine(const Model& m, const BenchOptions& 
   if (!config.ok()) return config.error();
   config->num_threads = o.threads;
   config->attention = o.attention == "reference" ? AttentionImpl::kReference : AttentionImpl::kFused;
+  PAGODA_RETURN_IF_ERROR(attach_warm_start(o.engine, m, *config));
   return Engine::create(m, *config);
 }
 

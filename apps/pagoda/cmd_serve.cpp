@@ -100,6 +100,10 @@ int run_serve(const ServeOptions& o) {
     server.stop();
     return fail(model.error().message);
   }
+  if (Status st = attach_warm_start(o.engine, **model, *config); !st.ok()) {
+    server.stop();
+    return fail(st.error().message);
+  }
   auto engine = Engine::create(**model, *config);
   if (!engine.ok()) {
     server.stop();

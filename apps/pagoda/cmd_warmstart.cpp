@@ -169,7 +169,7 @@ int run_fit(const FitCmd& o) {
 
 // ---- library ----
 struct LibraryCmd {
-  std::string model, maps, prompts, out;
+  std::string model, maps, prompts, out, field = "text";
   int threads = 1;
 };
 
@@ -186,7 +186,7 @@ int run_library(const LibraryCmd& o) {
   WarmStartLibrary lib(std::numeric_limits<uint64_t>::max());
   int64_t skipped = 0;
   for (size_t i = 0; i < prompts->size(); ++i) {
-    auto text = string_field((*prompts)[i], "text", o.prompts + ":" + std::to_string(i + 1));
+    auto text = string_field((*prompts)[i], o.field.c_str(), o.prompts + ":" + std::to_string(i + 1));
     if (!text.ok()) return fail(text.error().message);
     const auto tokens = (*model)->tokenizer().encode(*text, true);
     auto state = run_prompt(**model, tokens, pool, ws);
@@ -339,7 +339,8 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     CLI::App* c = ws->add_subcommand("library", "Summarise prompts into a warm-start library folder");
     c->add_option("model", o->model, "Model (.gguf or Hugging Face folder)")->required();
     c->add_option("--maps", o->maps, "Maps from `warmstart fit` (their summary settings)")->required()->check(CLI::ExistingFile);
-    c->add_option("--prompts", o->prompts, "JSONL of {\"text\"}")->required()->check(CLI::ExistingFile);
+    c->add_option("--prompts", o->prompts, "JSONL, one prompt per line")->required()->check(CLI::ExistingFile);
+    c->add_option("--field", o->field, "The field holding the prompt's text (default text)");
     c->add_option("-o,--output", o->out, "Output folder")->required();
     add_threads_flag(*c, o->threads);
     c->callback([o, &action] { action = [o] { return run_library(*o); }; });

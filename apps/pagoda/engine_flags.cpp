@@ -25,7 +25,31 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 31));
   cmd.add_flag("--no-enable-prefix-caching", f.no_prefix_caching,
                "Never reuse K/V of earlier prompts (forks of one request still share)");
+  auto* ws = cmd.add_option("--warm-start", f.warm_start,
+                             "Warm start (docs/warm-start.md): maps from `pagoda warmstart fit`; off by default")
+                  ->check(CLI::ExistingFile);
+  auto* wl = cmd.add_option("--warm-start-library", f.warm_start_library,
+                             "Warm start: library folder from `pagoda warmstart library`")
+                  ->check(CLI::ExistingDirectory);
+  auto* wt = cmd.add_option("--warm-start-threshold", f.warm_start_threshold,
+                             "Warm start: cosine similarity needed for a hit (default 0.9)")
+                  ->check(finite_range(-1, 1));
+  ws->needs(wl);
+  wl->needs(ws);
+  wt->needs(ws);
   add_threads_flag(cmd, f.threads);
+}
+
+Status attach_warm_start(const EngineFlags& f, const Model& model, EngineConfig& c) {
+  if (f.warm_start.empty()) return Status::success();
+  warmstart::WarmStartConfig wc;
+  wc.maps_path = f.warm_start;
+  wc.library_dir = f.warm_start_library;
+  wc.threshold = f.warm_start_threshold;
+  auto service = warmstart::WarmStartService::open(model, wc);
+  if (!service.ok()) return make_error("--warm-start: " + service.error().message);
+  c.warm_start = std::shared_ptr<warmstart::WarmStartService>(std::move(*service));
+  return Status::success();
 }
 
 Result<EngineConfig> engine_config(const EngineFlags& f, const std::string& model_path) {

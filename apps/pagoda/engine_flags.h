@@ -20,6 +20,9 @@ struct EngineFlags {
   int64_t max_model_len = 0;
   int threads = 1;
   bool no_prefix_caching = false;
+  std::string warm_start;          // maps file (warm start off when empty)
+  std::string warm_start_library;  // library folder
+  double warm_start_threshold = 0.9;
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
@@ -28,5 +31,8 @@ void add_kv_cache_dtype_flag(CLI::App& cmd, std::string& dtype);
 
 // The engine configuration the flags describe (an Error for a bad --kv-cache-mem).
 Result<EngineConfig> engine_config(const EngineFlags& flags, const std::string& model_path);
+
+// With --warm-start: loads the maps and library for `model` into config.warm_start (an Error names a bad file).
+Status attach_warm_start(const EngineFlags& flags, const Model& model, EngineConfig& config);
 
 }  // namespace pagoda::cli

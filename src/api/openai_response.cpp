@@ -118,6 +118,7 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
   if (ev.index < 0 || ev.index >= static_cast<int32_t>(choices_.size())) return out;
   Choice& c = choices_[ev.index];
   const bool chat = endpoint_ == ApiEndpoint::kChatCompletions;
+  note_warm_start(ev);
   if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError) return out;
   if (chat && tool_format != ToolCallFormat::kNone) {
     // Text is released as content only where it cannot be part of a tool call; the calls come at the end.
@@ -190,11 +191,27 @@ json ResponseBuilder::usage_chunk(int64_t prompt_tokens) const {
   json chunk = chunk_base();
   chunk["usage"] = usage_json(prompt_tokens, completion_tokens_);
   if (anchor_tokens >= 0) chunk["usage"]["anchor_tokens"] = anchor_tokens;
+  add_pagoda_usage(chunk["usage"]);
   return chunk;
+}
+
+void ResponseBuilder::note_warm_start(const StreamEvent& ev) {
+  if (ev.kind != StreamEvent::Kind::kToken || ev.warm_start == WarmStartUse::kOff) return;
+  ++warm_start_tried_;
+  if (ev.warm_start == WarmStartUse::kHit) ++warm_start_hits_;
+  warm_start_similarity_ = std::max(warm_start_similarity_, ev.warm_start_similarity);
+}
+
+void ResponseBuilder::add_pagoda_usage(json& usage) const {
+  if (warm_start_tried_ == 0) return;
+  // Whether the first token came from warm start (for several prompts: whether any did), and the nearest
+  // library entry's cosine similarity.
+  usage["pagoda"] = {{"warm_start", warm_start_hits_ > 0}, {"warm_start_similarity", warm_start_similarity_}};
 }
 
 void ResponseBuilder::add(const StreamEvent& ev) {
   if (ev.index < 0 || ev.index >= static_cast<int32_t>(choices_.size())) return;
+  note_warm_start(ev);
   Choice& c = choices_[ev.index];
   if (ev.kind == StreamEvent::Kind::kToken) {
     ++completion_tokens_;
@@ -236,6 +253,7 @@ json ResponseBuilder::final_response(int64_t prompt_tokens) const {
   }
   j["usage"] = usage_json(prompt_tokens, completion_tokens_);
   if (anchor_tokens >= 0) j["usage"]["anchor_tokens"] = anchor_tokens;
+  add_pagoda_usage(j["usage"]);
   return j;
 }
 

@@ -58,6 +58,12 @@ class ResponseBuilder {
   nlohmann::json chunk_base() const;
   std::string token_text(int32_t id) const;
   nlohmann::json logprobs_for(const StreamEvent& event, const Choice& choice) const;  // this token's entry
+  // Warm start (only when the engine tried it): usage gains "pagoda": {"warm_start", "warm_start_similarity"}.
+  void note_warm_start(const StreamEvent& event);
+  void add_pagoda_usage(nlohmann::json& usage) const;
+  int64_t warm_start_tried_ = 0;
+  int64_t warm_start_hits_ = 0;
+  float warm_start_similarity_ = -2;  // the highest seen
   // Adds an entry to a logprobs object in the endpoint's format (a null object starts empty).
   void append_logprobs(nlohmann::json& logprobs, const nlohmann::json& entry) const;
 

@@ -88,6 +88,17 @@ std::string render_metrics(const ServerMetrics& m, const EngineStats& e, const M
          static_cast<double>(m.prompt_tokens.load(std::memory_order_relaxed)));
   metric(out, "counter", "pagoda:generation_tokens_total", "Tokens generated.", model,
          static_cast<double>(e.generated_tokens));
+  // Warm start (zero when it is off): lookups that hit or missed, and the time the hits' parts took.
+  metric(out, "counter", "pagoda:warm_start_hits_total", "Requests whose first token came from warm start.", model,
+         static_cast<double>(e.warm_start.hits));
+  metric(out, "counter", "pagoda:warm_start_misses_total", "Warm-start lookups that fell back to a cold start.", model,
+         static_cast<double>(e.warm_start.misses));
+  metric(out, "counter", "pagoda:warm_start_search_seconds_total", "Warm start: embedding and library search time.",
+         model, e.warm_start.search_s);
+  metric(out, "counter", "pagoda:warm_start_projection_seconds_total", "Warm start: summary projection time.", model,
+         e.warm_start.projection_s);
+  metric(out, "counter", "pagoda:warm_start_forward_seconds_total", "Warm start: slot forward time.", model,
+         e.warm_start.forward_s);
   out += "# HELP pagoda:request_success_total Requests finished, by finish reason.\n"
          "# TYPE pagoda:request_success_total counter\n";
   const std::pair<const char*, const std::atomic<int64_t>*> reasons[] = {
