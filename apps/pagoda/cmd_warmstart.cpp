@@ -71,11 +71,13 @@ void progress_line(const char* what, int64_t done, int64_t total) {
 struct DataCmd {
   std::string out;
   uint64_t seed = 1;
+  int instances = 10;
 };
 
 int run_data(const DataCmd& o) {
   DataOptions d;
   d.seed = o.seed;
+  d.instances_per_template = o.instances;
   const PairSplit split = generate_pairs(d);
   std::string prompts, pairs, test;
   int k = 0;
@@ -212,6 +214,7 @@ struct EvalCmd {
   std::string model, test_pairs, out, format = "text";
   std::vector<std::string> maps;
   uint64_t seed = 1;
+  int instances = 10;
   double tau = 0.9;
   bool off = false;
   int repeats = 3, threads = 1;
@@ -258,6 +261,7 @@ int run_eval(const EvalCmd& o) {
   } else {
     DataOptions d;
     d.seed = o.seed;
+    d.instances_per_template = o.instances;
     test = generate_pairs(d).test;
   }
   EvalOptions e;
@@ -317,6 +321,7 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     CLI::App* c = ws->add_subcommand("data", "Write the generated paraphrase data (train prompts/pairs, test pairs)");
     c->add_option("-o,--output", o->out, "Output folder")->required();
     c->add_option("--seed", o->seed, "Generator seed (default 1)");
+    c->add_option("--instances", o->instances, "Paraphrase pairs per template (default 10)")->check(CLI::Range(1, 1000));
     c->callback([o, &action] { action = [o] { return run_data(*o); }; });
   }
   {
@@ -351,6 +356,7 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     c->add_option("model", o->model, "Model (.gguf or Hugging Face folder)")->required();
     c->add_option("--maps", o->maps, "Maps from `warmstart fit` (repeat to compare forms)")->required()->check(CLI::ExistingFile);
     c->add_option("--seed", o->seed, "Generator seed of the test split (default 1)");
+    c->add_option("--instances", o->instances, "Paraphrase pairs per template (default 10)")->check(CLI::Range(1, 1000));
     c->add_option("--test-pairs", o->test_pairs, "JSONL test pairs instead (source, target, continuation)")->check(CLI::ExistingFile);
     c->add_option("--tau", o->tau, "Similarity threshold of the served method (default 0.9)")->check(finite_range(-1, 2));
     c->add_flag("--off", o->off, "Warm start off: `served` is always cold (its KL must be 0)");
