@@ -1,4 +1,4 @@
-// pagoda synth --arch llama --dim D --layers L --heads H --kv-heads K --ffn F --vocab-from VOCAB.gguf
+// pagoda synth --arch llama|gpt2|gptneox --dim D --layers L --heads H --kv-heads K --ffn F --vocab-from VOCAB.gguf
 //              --dtype f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q6_k|q4_k_m --seed S -o OUT.gguf
 #include <cstdio>
 
@@ -40,7 +40,7 @@ int run(SynthCliOptions o) {
 void add_synth_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<SynthCliOptions>();
   CLI::App* cmd = app.add_subcommand("synth", "Write a model with seeded random weights and a real vocabulary");
-  cmd->add_option("--arch", opts->synth.arch, "Architecture")->check(CLI::IsMember({"llama"}));
+  cmd->add_option("--arch", opts->synth.arch, "Architecture")->check(CLI::IsMember({"llama", "gpt2", "gptneox"}));
   cmd->add_option("--dim", opts->synth.dim, "Model width")->required();
   cmd->add_option("--layers", opts->synth.layers, "Number of layers")->required();
   cmd->add_option("--heads", opts->synth.heads, "Attention heads")->required();

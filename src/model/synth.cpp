@@ -26,7 +26,10 @@ std::vector<float> random_values(Rng& rng, size_t n, float stddev) {
 }  // namespace
 
 Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab) {
-  if (o.arch != "llama") return make_error("unsupported --arch '" + o.arch + "' (supported: llama)");
+  const std::string& arch = o.arch;
+  if (arch != "llama" && arch != "gpt2" && arch != "gptneox")
+    return make_error("unsupported --arch '" + arch + "' (supported: llama, gpt2, gptneox)");
+  const bool llama = arch == "llama";
   auto positive = [](int64_t v, const char* flag) -> Status {
     if (v <= 0 || v > (1 << 20)) return make_error(std::string(flag) + " must be between 1 and 1048576");
     return Status::success();
@@ -40,6 +43,9 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   if (o.dim % o.heads != 0) return make_error("--dim must be a multiple of --heads");
   if (o.heads % o.kv_heads != 0) return make_error("--heads must be a multiple of --kv-heads");
   if ((o.dim / o.heads) % 2 != 0) return make_error("the head size (--dim / --heads) must be even");
+  if (!llama && o.kv_heads != o.heads) return make_error("--kv-heads must equal --heads for " + arch);
+  if (arch == "gptneox" && (o.dim / o.heads) % 8 != 0)
+    return make_error("the head size (--dim / --heads) must be a multiple of 8 for gptneox (a quarter is rotated)");
   const bool float_type = o.dtype == GgmlType::F32 || o.dtype == GgmlType::F16 || o.dtype == GgmlType::BF16;
   if (!float_type && !can_quantize(o.dtype))
     return make_error(std::string("pagoda synth cannot write ") + ggml_type_traits(o.dtype).name + " tensors");
@@ -56,20 +62,28 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   const int64_t head_dim = o.dim / o.heads;
   const int64_t kv_dim = o.kv_heads * head_dim;
   GgufWriter w;
-  w.set_string("general.architecture", "llama");
+  w.set_string("general.architecture", arch);
   w.set_string("general.name", "pagoda-synth");
   if (o.q4_k_m && o.dtype != GgmlType::Q4_K) return make_error("the Q4_K_M mix needs dtype Q4_K");
   w.set_uint32("general.file_type", gguf_file_type(o.dtype, o.q4_k_m));
-  w.set_uint32("llama.context_length", static_cast<uint32_t>(o.context));
-  w.set_uint32("llama.embedding_length", static_cast<uint32_t>(o.dim));
-  w.set_uint32("llama.block_count", static_cast<uint32_t>(o.layers));
-  w.set_uint32("llama.feed_forward_length", static_cast<uint32_t>(o.ffn));
-  w.set_uint32("llama.attention.head_count", static_cast<uint32_t>(o.heads));
-  w.set_uint32("llama.attention.head_count_kv", static_cast<uint32_t>(o.kv_heads));
-  w.set_uint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
-  w.set_float32("llama.rope.freq_base", 10000.0f);
-  w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_uint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  w.set_uint32(arch + ".context_length", static_cast<uint32_t>(o.context));
+  w.set_uint32(arch + ".embedding_length", static_cast<uint32_t>(o.dim));
+  w.set_uint32(arch + ".block_count", static_cast<uint32_t>(o.layers));
+  w.set_uint32(arch + ".feed_forward_length", static_cast<uint32_t>(o.ffn));
+  w.set_uint32(arch + ".attention.head_count", static_cast<uint32_t>(o.heads));
+  if (llama) {
+    w.set_uint32("llama.attention.head_count_kv", static_cast<uint32_t>(o.kv_heads));
+    w.set_uint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
+    w.set_float32("llama.rope.freq_base", 10000.0f);
+    w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.set_uint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  } else {
+    w.set_float32(arch + ".attention.layer_norm_epsilon", 1e-5f);
+  }
+  if (arch == "gptneox") {  // Pythia's shape: a quarter of each head rotated, parallel residual
+    w.set_uint32("gptneox.rope.dimension_count", static_cast<uint32_t>(head_dim / 4));
+    w.set_bool("gptneox.use_parallel_residual", true);
+  }
   for (const auto& [key, value] : vocab.metadata())
     if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
 
@@ -98,21 +112,40 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   // stream are scaled down by sqrt(2 * layers) so the residual stays O(1) however deep the model is.
   const float in_std = 1.0f / std::sqrt(static_cast<float>(o.dim));
   const float depth = std::sqrt(2.0f * static_cast<float>(o.layers));
+  auto add_zeros = [&](const std::string& name, int64_t n) {
+    w.add_tensor(name, GgmlType::F32, {u64(n)}, encode(std::vector<float>(n, 0.0f), GgmlType::F32));
+  };
   add_matrix("token_embd.weight", o.dim, n_vocab, 1.0f);
+  if (arch == "gpt2") add_matrix("position_embd.weight", o.dim, o.context, 0.1f);
   add_norm("output_norm.weight");
+  if (!llama) add_zeros("output_norm.bias", o.dim);
   add_matrix("output.weight", o.dim, n_vocab, in_std);
   for (int64_t i = 0; i < o.layers; ++i) {
     layer = i;
     const std::string p = "blk." + std::to_string(i) + ".";
     add_norm(p + "attn_norm.weight");
-    add_matrix(p + "attn_q.weight", o.dim, o.dim, in_std);
-    add_matrix(p + "attn_k.weight", o.dim, kv_dim, in_std);
-    add_matrix(p + "attn_v.weight", o.dim, kv_dim, in_std);
-    add_matrix(p + "attn_output.weight", o.dim, o.dim, in_std / depth);
     add_norm(p + "ffn_norm.weight");
-    add_matrix(p + "ffn_gate.weight", o.dim, o.ffn, in_std);
+    if (llama) {
+      add_matrix(p + "attn_q.weight", o.dim, o.dim, in_std);
+      add_matrix(p + "attn_k.weight", o.dim, kv_dim, in_std);
+      add_matrix(p + "attn_v.weight", o.dim, kv_dim, in_std);
+      add_matrix(p + "attn_output.weight", o.dim, o.dim, in_std / depth);
+      add_matrix(p + "ffn_gate.weight", o.dim, o.ffn, in_std);
+      add_matrix(p + "ffn_up.weight", o.dim, o.ffn, in_std);
+      add_matrix(p + "ffn_down.weight", o.ffn, o.dim, 1.0f / std::sqrt(static_cast<float>(o.ffn)) / depth);
+      continue;
+    }
+    // GPT-2 / GPT-NeoX: LayerNorm with bias, a fused QKV projection, a GELU MLP, biases everywhere (zero).
+    add_zeros(p + "attn_norm.bias", o.dim);
+    add_zeros(p + "ffn_norm.bias", o.dim);
+    add_matrix(p + "attn_qkv.weight", o.dim, o.dim + 2 * kv_dim, in_std);
+    add_zeros(p + "attn_qkv.bias", o.dim + 2 * kv_dim);
+    add_matrix(p + "attn_output.weight", o.dim, o.dim, in_std / depth);
+    add_zeros(p + "attn_output.bias", o.dim);
     add_matrix(p + "ffn_up.weight", o.dim, o.ffn, in_std);
+    add_zeros(p + "ffn_up.bias", o.ffn);
     add_matrix(p + "ffn_down.weight", o.ffn, o.dim, 1.0f / std::sqrt(static_cast<float>(o.ffn)) / depth);
+    add_zeros(p + "ffn_down.bias", o.dim);
   }
   return w;
 }

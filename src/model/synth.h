@@ -1,4 +1,4 @@
-// Synthetic Llama models with seeded random weights: realistic shapes for benchmarks and stress tests,
+// Synthetic models (Llama, GPT-2, GPT-NeoX shapes) with seeded random weights: realistic shapes for benchmarks and stress tests,
 // written as standard GGUF files (llama.cpp loads them) with the vocabulary of a real tokenizer.
 #pragma once
 

@@ -38,6 +38,15 @@ timeout 120 "$pagoda" synth --arch llama --dim 64 --layers 2 --heads 4 --kv-head
 bench=$(timeout 120 "$pagoda" bench "$tmp/synth.gguf" -p 16 -n 4 -r 1 --format json 2>/dev/null | tail -n 1)
 echo "$bench" | grep -qE '"decode_tok_s":[0-9]' && echo "$bench" | grep -qE '"prefill_tok_s":[0-9]' && ok || bad "bench json: $bench"
 timeout 60 "$pagoda" run "$tmp/synth.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 && ok || bad "run on synth q8_0"
+# GPT-2 and GPT-NeoX (Pythia) shapes: learned positions / partial rotary, fused QKV, LayerNorm; they load and run.
+for arch in gpt2 gptneox; do
+  timeout 120 "$pagoda" synth --arch $arch --dim 64 --layers 2 --heads 4 --kv-heads 4 --ffn 128 \
+    --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype f16 --seed 1 -o "$tmp/synth-$arch.gguf" 2>/dev/null \
+    && timeout 60 "$pagoda" inspect "$tmp/synth-$arch.gguf" 2>/dev/null | grep -q "architecture: $arch" \
+    && timeout 60 "$pagoda" run "$tmp/synth-$arch.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 \
+    && ok || bad "synth $arch"
+done
+expect_error "gpt2 needs kv-heads = heads" "must equal --heads" -- synth --arch gpt2 --dim 64 --layers 1 --heads 4 --kv-heads 2 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" -o "$tmp/x.gguf"
 
 # --- KV cache types: the greedy story is the same in every type that stories260K can store (f16 is the default).
 for dtype in f32 f16 bf16; do
