@@ -12,6 +12,7 @@
 #include "warmstart/prompt_embedding.h"
 #include "warmstart/prompt_state.h"
 #include "warmstart/slot_forward.h"
+#include "util/rng.h"
 
 namespace pagoda::warmstart {
 
@@ -81,6 +82,28 @@ double kl_divergence(const std::vector<float>& logits_p, const std::vector<float
   double kl = 0;
   for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
   return std::max(kl, 0.0);
+}
+
+std::vector<std::pair<int64_t, double>> measure_search_scaling(int64_t dim, const std::vector<int64_t>& sizes) {
+  std::vector<std::pair<int64_t, double>> out;
+  Rng rng(5);
+  auto unit = [&] {
+    std::vector<float> v(dim);
+    double n = 0;
+    for (auto& x : v) {
+      x = static_cast<float>(rng.next_normal());
+      n += static_cast<double>(x) * x;
+    }
+    for (auto& x : v) x = static_cast<float>(x / std::sqrt(n));
+    return v;
+  };
+  for (int64_t size : sizes) {
+    WarmStartLibrary lib(std::numeric_limits<uint64_t>::max());
+    for (int64_t i = 0; i < size; ++i) lib.insert({{}, unit(), SlotCache{}});
+    const auto q = unit();
+    out.emplace_back(size, 1e3 * median_seconds(5, [&] { (void)lib.nearest(q); }));
+  }
+  return out;
 }
 
 int32_t argmax(const std::vector<float>& logits) {

@@ -75,6 +75,10 @@ struct EvalResult {
 Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test, const std::vector<WarmStartMaps>& maps,
                             const EvalOptions& options, const std::function<void(int64_t, int64_t)>& progress = {});
 
+// Exact search cost against library size: median milliseconds of one nearest() over `entries` random unit
+// embeddings of dimension `dim` (no summaries), for each size.
+std::vector<std::pair<int64_t, double>> measure_search_scaling(int64_t dim, const std::vector<int64_t>& sizes);
+
 // Softmax-based helpers (exposed for tests).
 double kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q);
 int32_t argmax(const std::vector<float>& logits);

@@ -1,5 +1,6 @@
 #include "warmstart/library.h"
 
+#include <cstring>
 #include <filesystem>
 
 #include "io/safetensors.h"
@@ -67,36 +68,43 @@ Result<WarmStartLibrary> WarmStartLibrary::load(const std::string& dir, uint64_t
   const std::string path = dir + "/library.safetensors";
   auto file = SafetensorsFile::open(path);
   if (!file.ok()) return make_error("warm-start library: " + file.error().message);
-  auto fmt = file->metadata().find("format");
-  if (fmt == file->metadata().end() || fmt->second != "pagoda-warmstart-library-1")
+  return from_safetensors(*file, path, byte_cap);
+}
+
+Result<WarmStartLibrary> WarmStartLibrary::from_safetensors(const SafetensorsFile& file, const std::string& path,
+                                                            uint64_t byte_cap) {
+  auto fmt = file.metadata().find("format");
+  if (fmt == file.metadata().end() || fmt->second != "pagoda-warmstart-library-1")
     return make_error("warm-start library: " + path + " is not a pagoda warm-start library");
   WarmStartLibrary lib(byte_cap);
   for (size_t i = 0;; ++i) {
     const std::string p = "entry." + std::to_string(i) + ".";
-    const SafetensorsTensor* tok = file->find(p + "tokens");
-    const SafetensorsTensor* emb = file->find(p + "embedding");
-    const SafetensorsTensor* sum = file->find(p + "summary");
+    const SafetensorsTensor* tok = file.find(p + "tokens");
+    const SafetensorsTensor* emb = file.find(p + "embedding");
+    const SafetensorsTensor* sum = file.find(p + "summary");
     if (tok == nullptr && emb == nullptr && sum == nullptr) break;
     if (tok == nullptr || emb == nullptr || sum == nullptr || tok->type != GgmlType::F32 ||
         emb->type != GgmlType::F32 || sum->type != GgmlType::F32 || tok->shape.size() != 1 ||
         emb->shape.size() != 1 || sum->shape.size() != 4 || sum->shape[3] % 2 != 1 || sum->shape[3] < 3)
       return make_error("warm-start library: " + path + ": entry " + std::to_string(i) + " is incomplete or malformed");
     LibraryEntry e;
-    const float* t = reinterpret_cast<const float*>(tok->data);
+    // (memcpy: the data of an untrusted file need not be 4-aligned)
+    std::vector<float> t(tok->shape[0]);
+    if (!t.empty()) std::memcpy(t.data(), tok->data, t.size() * 4);
     for (uint64_t k = 0; k < tok->shape[0]; ++k) {
       if (!(t[k] >= 0 && t[k] < 16777216.0f) || t[k] != static_cast<float>(static_cast<int32_t>(t[k])))
         return make_error("warm-start library: " + path + ": entry " + std::to_string(i) + " has a bad token id");
       e.tokens.push_back(static_cast<int32_t>(t[k]));
     }
-    const float* ev = reinterpret_cast<const float*>(emb->data);
-    e.embedding.assign(ev, ev + emb->shape[0]);
+    e.embedding.resize(emb->shape[0]);
+    if (!e.embedding.empty()) std::memcpy(e.embedding.data(), emb->data, e.embedding.size() * 4);
     SlotCache& s = e.summary;
     s.n_layer = static_cast<int64_t>(sum->shape[0]);
     s.n_kv_heads = static_cast<int64_t>(sum->shape[1]);
     s.n_slots = static_cast<int64_t>(sum->shape[2]);
     s.head_dim = static_cast<int64_t>((sum->shape[3] - 1) / 2);
-    const float* sv = reinterpret_cast<const float*>(sum->data);
-    s.rows.assign(sv, sv + sum->n_bytes / 4);
+    s.rows.resize(sum->n_bytes / 4);
+    if (!s.rows.empty()) std::memcpy(s.rows.data(), sum->data, sum->n_bytes);
     lib.insert(std::move(e));
   }
   return lib;

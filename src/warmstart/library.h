@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "util/result.h"
 #include "warmstart/slot_cache.h"
 
@@ -44,6 +45,9 @@ class WarmStartLibrary {
   // DIR/library.safetensors: per entry, its tokens (F32, exact below 2^24), embedding and summary.
   Status save(const std::string& dir) const;
   static Result<WarmStartLibrary> load(const std::string& dir, uint64_t byte_cap);
+  // The same checks on an already parsed file (untrusted: every entry's tensors, shapes and token ids).
+  static Result<WarmStartLibrary> from_safetensors(const SafetensorsFile& file, const std::string& name,
+                                                   uint64_t byte_cap);
 
  private:
   uint64_t byte_cap_;

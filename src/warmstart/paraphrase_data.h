@@ -24,7 +24,7 @@ struct DataOptions {
   uint64_t seed = 1;
   int instances_per_template = 10;
   int adversarial_per_template = 3;  // extra pairs per template whose target is an adversarial near-duplicate
-  int max_body_sentences = 34;       // length spread: 0 .. this many body sentences
+  int max_body_sentences = 22;       // length spread: 0 .. this many body sentences
 };
 
 constexpr int kNumTemplates = 12;

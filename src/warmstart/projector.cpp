@@ -38,12 +38,13 @@ int64_t Projector::params_per_head() const {
 
 namespace {
 
-// y[0..out) = [x[0..in), 1] * W, W row-major (in + 1) x out.
+// y[0..out) = [x[0..in), 1] * W, W row-major (in + 1) x out: row by row, so the inner loop is contiguous.
 void affine(const float* W, const float* x, int64_t in, int64_t out, float* y) {
-  for (int64_t c = 0; c < out; ++c) {
-    double s = W[in * out + c];
-    for (int64_t r = 0; r < in; ++r) s += static_cast<double>(x[r]) * W[r * out + c];
-    y[c] = static_cast<float>(s);
+  for (int64_t c = 0; c < out; ++c) y[c] = W[in * out + c];
+  for (int64_t r = 0; r < in; ++r) {
+    const float xr = x[r];
+    const float* row = W + r * out;
+    for (int64_t c = 0; c < out; ++c) y[c] += xr * row[c];
   }
 }
 

@@ -1,5 +1,7 @@
 #include "warmstart/warm_start_maps.h"
 
+#include <cstring>
+
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "util/result.h"
@@ -59,8 +61,12 @@ Status save_maps(const std::string& path, const WarmStartMaps& maps) {
 Result<WarmStartMaps> load_maps(const std::string& path) {
   auto file = SafetensorsFile::open(path);
   if (!file.ok()) return make_error("warm-start maps: " + file.error().message);
-  const auto& meta = file->metadata();
-  auto fail = [&](const std::string& why) -> Error { return Error{"warm-start maps: " + path + ": " + why}; };
+  return maps_from_safetensors(*file, path);
+}
+
+Result<WarmStartMaps> maps_from_safetensors(const SafetensorsFile& file, const std::string& path) {
+  const auto& meta = file.metadata();
+  auto fail = [&](const std::string& why) -> Error { return make_error("warm-start maps: " + path + ": " + why); };
   auto fmt = meta.find("format");
   if (fmt == meta.end() || fmt->second != kFormat) return fail("not a pagoda warm-start maps file");
   auto form_it = meta.find("form");
@@ -85,15 +91,18 @@ Result<WarmStartMaps> load_maps(const std::string& path) {
   maps.summary.ref_positions = *R;
   maps.summary.value_ridge = *ridge;
   maps.gamma = *gamma;
-  maps.projector = Projector(*form, *L, *H, *d, *m);
-  const SafetensorsTensor* w = file->find("projector");
-  if (maps.projector.params_per_head() > 0) {
+  // The weights' shape is checked against the file before anything is allocated (the metadata is untrusted).
+  const int64_t per_head = Projector(*form, 0, 0, *d, *m).params_per_head();
+  const SafetensorsTensor* w = file.find("projector");
+  if (per_head > 0) {
     if (w == nullptr) return fail("the 'projector' tensor is missing");
-    if (w->type != GgmlType::F32 || w->shape != std::vector<uint64_t>{uint64_t(*L), uint64_t(*H),
-                                                                      uint64_t(maps.projector.params_per_head())})
+    if (w->type != GgmlType::F32 ||
+        w->shape != std::vector<uint64_t>{uint64_t(*L), uint64_t(*H), uint64_t(per_head)})
       return fail("the 'projector' tensor has the wrong type or shape for the metadata");
-    const float* v = reinterpret_cast<const float*>(w->data);
-    maps.projector.weights().assign(v, v + maps.projector.param_count());
+  }
+  maps.projector = Projector(*form, *L, *H, *d, *m);
+  if (per_head > 0) {
+    std::memcpy(maps.projector.weights().data(), w->data, maps.projector.param_count() * 4);  // any alignment
   } else if (w != nullptr) {
     return fail("an identity projector has no weights, but the file holds some");
   }

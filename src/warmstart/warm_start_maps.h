@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "io/safetensors.h"
 #include "model/hparams.h"
 #include "util/result.h"
 #include "warmstart/kv_summary.h"
@@ -20,6 +21,8 @@ struct WarmStartMaps {
 
 Status save_maps(const std::string& path, const WarmStartMaps& maps);
 Result<WarmStartMaps> load_maps(const std::string& path);
+// The same checks on an already parsed file (untrusted: every metadata field and the tensor's shape are checked).
+Result<WarmStartMaps> maps_from_safetensors(const SafetensorsFile& file, const std::string& name);
 // Ok when the maps were fitted for a model of this shape.
 Status check_maps_fit_model(const WarmStartMaps& maps, const ModelHParams& hp);
 

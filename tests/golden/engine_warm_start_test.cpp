@@ -160,8 +160,9 @@ TEST(EngineWarmStart, FromTokenTwoOnBitwiseEqualToAColdRequestWithTheFirstTokenF
       ASSERT_EQ(0, std::memcmp(warm[i].logits[s].data(), cold[i].logits[s].data(),
                                model.hparams().n_vocab * sizeof(float)))
           << "request " << i << " token " << s + 1;
-    if (warm[i].warm == WarmStartUse::kMiss)  // a miss is a cold request: its first logits are the prompt's too
+    if (warm[i].warm == WarmStartUse::kMiss) {  // a miss is a cold request: its first logits are the prompt's too
       ASSERT_EQ(0, std::memcmp(warm[i].logits[0].data(), cold[i].logits[0].data(), model.hparams().n_vocab * 4));
+    }
   }
   EXPECT_GT(hits, 0);
   EXPECT_GE(misses, 3);
