@@ -274,8 +274,10 @@ int run_eval(const EvalCmd& o) {
   ordered_json summary = summarize_eval(*result, o.tau, e.quality_tokens);
   summary["model"] = o.model;
   if (o.search_scaling)
-    for (const auto& [entries, ms] : measure_search_scaling((*model)->hparams().n_embd, {1000, 10000, 100000}))
-      summary["search_scaling"].push_back({{"entries", entries}, {"ms", ms}});
+    for (const SearchScaling& r : measure_search_scaling((*model)->hparams().n_embd, {1000, 10000, 100000}))
+      summary["search_scaling"].push_back({{"entries", r.entries}, {"exact_ms", r.exact_ms},
+                                           {"hnsw_build_s", r.index_build_s}, {"hnsw_ms", r.approximate_ms},
+                                           {"hnsw_recall_at_1", r.recall_at_1}});
   summary["warm_start"] = o.off ? "off" : "on";
   if (!o.out.empty()) {
     std::error_code ec;
@@ -363,7 +365,7 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     c->add_option("--test-pairs", o->test_pairs, "JSONL test pairs instead (source, target, continuation)")->check(CLI::ExistingFile);
     c->add_option("--tau", o->tau, "Similarity threshold of the served method (default 0.9)")->check(finite_range(-1, 2));
     c->add_flag("--search-scaling", o->search_scaling,
-                "Also time exact search over 1k, 10k and 100k random embeddings of the model's width");
+                "Also time exact and HNSW search over 1k, 10k and 100k random embeddings of the model's width");
     c->add_flag("--off", o->off, "Warm start off: `served` is always cold (its KL must be 0)");
     c->add_option("--repeats", o->repeats, "Timings per request and method, median (default 3)")->check(CLI::Range(1, 100));
     c->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}));

@@ -84,24 +84,45 @@ double kl_divergence(const std::vector<float>& logits_p, const std::vector<float
   return std::max(kl, 0.0);
 }
 
-std::vector<std::pair<int64_t, double>> measure_search_scaling(int64_t dim, const std::vector<int64_t>& sizes) {
-  std::vector<std::pair<int64_t, double>> out;
+std::vector<SearchScaling> measure_search_scaling(int64_t dim, const std::vector<int64_t>& sizes) {
+  std::vector<SearchScaling> out;
   Rng rng(5);
+  auto normalise = [](std::vector<float>& v) {
+    double n = 0;
+    for (float x : v) n += static_cast<double>(x) * x;
+    for (auto& x : v) x = static_cast<float>(x / std::sqrt(n));
+  };
   auto unit = [&] {
     std::vector<float> v(dim);
-    double n = 0;
-    for (auto& x : v) {
-      x = static_cast<float>(rng.next_normal());
-      n += static_cast<double>(x) * x;
-    }
-    for (auto& x : v) x = static_cast<float>(x / std::sqrt(n));
+    for (auto& x : v) x = static_cast<float>(rng.next_normal());
+    normalise(v);
     return v;
   };
+  constexpr int kQueries = 50;
   for (int64_t size : sizes) {
     WarmStartLibrary lib(std::numeric_limits<uint64_t>::max());
+    lib.set_approximate_from(0);  // exact first
     for (int64_t i = 0; i < size; ++i) lib.insert({{}, unit(), SlotCache{}});
-    const auto q = unit();
-    out.emplace_back(size, 1e3 * median_seconds(5, [&] { (void)lib.nearest(q); }));
+    std::vector<std::vector<float>> queries;
+    for (int q = 0; q < kQueries; ++q) {
+      std::vector<float> v = lib.entry(static_cast<int64_t>(rng.next_u64() % size)).embedding;
+      const auto noise = unit();
+      for (int64_t c = 0; c < dim; ++c) v[c] += 0.48f * noise[c];  // cosine about 0.9 to the source
+      normalise(v);
+      queries.push_back(std::move(v));
+    }
+    SearchScaling r;
+    r.entries = size;
+    r.exact_ms = 1e3 * median_seconds(5, [&] { (void)lib.nearest(queries[0]); });
+    lib.set_approximate_from(1);
+    const auto t0 = Clock::now();
+    (void)lib.nearest(queries[0]);  // builds the index
+    r.index_build_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.approximate_ms = 1e3 * median_seconds(5, [&] { (void)lib.nearest(queries[1]); });
+    int agree = 0;
+    for (const auto& q : queries) agree += lib.nearest(q)->index == lib.nearest_exact(q)->index;
+    r.recall_at_1 = static_cast<double>(agree) / kQueries;
+    out.push_back(r);
   }
   return out;
 }

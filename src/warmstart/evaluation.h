@@ -75,9 +75,16 @@ struct EvalResult {
 Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test, const std::vector<WarmStartMaps>& maps,
                             const EvalOptions& options, const std::function<void(int64_t, int64_t)>& progress = {});
 
-// Exact search cost against library size: median milliseconds of one nearest() over `entries` random unit
-// embeddings of dimension `dim` (no summaries), for each size.
-std::vector<std::pair<int64_t, double>> measure_search_scaling(int64_t dim, const std::vector<int64_t>& sizes);
+// Search cost against library size, over `entries` random unit embeddings of dimension `dim` (no summaries); the
+// queries are noisy copies of random entries (cosine about 0.9 to their source), as a paraphrase's would be.
+struct SearchScaling {
+  int64_t entries = 0;
+  double exact_ms = 0;        // median of one exact scan
+  double index_build_s = 0;   // building the HNSW index
+  double approximate_ms = 0;  // median of one HNSW search
+  double recall_at_1 = 0;     // HNSW's answer equals the exact one
+};
+std::vector<SearchScaling> measure_search_scaling(int64_t dim, const std::vector<int64_t>& sizes);
 
 // Softmax-based helpers (exposed for tests).
 double kl_divergence(const std::vector<float>& logits_p, const std::vector<float>& logits_q);

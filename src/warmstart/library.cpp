@@ -3,13 +3,33 @@
 #include <cstring>
 #include <filesystem>
 
+#include <hnswlib/hnswlib.h>
+
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 
 namespace pagoda::warmstart {
 
+struct ApproximateIndex {
+  explicit ApproximateIndex(size_t dim, size_t n) : space(dim), hnsw(&space, n, /*M=*/16, /*ef_construction=*/100) {
+    // One layer (a navigable small-world graph): hnswlib 0.6.2's SIMD search reads the entry one past the end of an
+    // upper layer's link list (its own allocation; AddressSanitizer reports it). Layer 0's lists sit inside one
+    // large buffer, where that read stays in bounds. Without the hierarchy a search takes more hops from the
+    // entry point; §5.4 of docs/warm-start.md measures what that costs.
+    hnsw.mult_ = 0;
+  }
+  hnswlib::InnerProductSpace space;  // distance 1 - <a, b>: cosine for unit vectors
+  hnswlib::HierarchicalNSW<float> hnsw;
+};
+
+WarmStartLibrary::WarmStartLibrary(uint64_t byte_cap) : byte_cap_(byte_cap) {}
+WarmStartLibrary::~WarmStartLibrary() = default;
+WarmStartLibrary::WarmStartLibrary(WarmStartLibrary&&) noexcept = default;
+WarmStartLibrary& WarmStartLibrary::operator=(WarmStartLibrary&&) noexcept = default;
+
 bool WarmStartLibrary::insert(LibraryEntry entry) {
   if (entry.bytes() > byte_cap_) return false;
+  index_stale_ = true;
   bytes_ += entry.bytes();
   entries_.push_back(std::move(entry));
   last_used_.push_back(++clock_);
@@ -18,15 +38,14 @@ bool WarmStartLibrary::insert(LibraryEntry entry) {
     for (size_t i = 1; i < entries_.size(); ++i)
       if (last_used_[i] < last_used_[oldest]) oldest = i;
     bytes_ -= entries_[oldest].bytes();
-    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(oldest));
+    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(oldest));  // (the index is stale already)
     last_used_.erase(last_used_.begin() + static_cast<std::ptrdiff_t>(oldest));
     ++evictions_;
   }
   return true;
 }
 
-std::optional<WarmStartLibrary::Hit> WarmStartLibrary::nearest(const std::vector<float>& embedding) {
-  if (entries_.empty()) return std::nullopt;
+std::optional<WarmStartLibrary::Hit> WarmStartLibrary::nearest_exact(const std::vector<float>& embedding) const {
   Hit best;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const auto& e = entries_[i].embedding;
@@ -39,7 +58,32 @@ std::optional<WarmStartLibrary::Hit> WarmStartLibrary::nearest(const std::vector
     }
   }
   if (best.index < 0) return std::nullopt;
-  last_used_[best.index] = ++clock_;
+  return best;
+}
+
+std::optional<WarmStartLibrary::Hit> WarmStartLibrary::nearest(const std::vector<float>& embedding) {
+  if (entries_.empty()) return std::nullopt;
+  std::optional<Hit> best;
+  const size_t dim = entries_.front().embedding.size();
+  if (uses_approximate_search() && embedding.size() == dim && dim > 0) {
+    if (index_stale_) {
+      index_ = std::make_unique<ApproximateIndex>(dim, entries_.size());
+      for (size_t i = 0; i < entries_.size(); ++i)
+        if (entries_[i].embedding.size() == dim) index_->hnsw.addPoint(entries_[i].embedding.data(), i);
+      index_->hnsw.setEf(256);  // recall over speed: docs/warm-start.md §5.4
+      index_stale_ = false;
+    }
+    auto top = index_->hnsw.searchKnn(embedding.data(), 1);
+    if (!top.empty()) {
+      const auto i = static_cast<int64_t>(top.top().second);
+      double s = 0;  // the exact similarity of the entry found
+      for (size_t c = 0; c < dim; ++c) s += static_cast<double>(entries_[i].embedding[c]) * embedding[c];
+      best = Hit{i, static_cast<float>(s)};
+    }
+  } else {
+    best = nearest_exact(embedding);
+  }
+  if (best) last_used_[best->index] = ++clock_;
   return best;
 }
 

@@ -1,9 +1,12 @@
-// The warm-start library: earlier prompts' embeddings and summaries (never their full caches), searched exactly by
-// cosine similarity, under a byte cap with least-recently-used eviction. Exact search is one dot product per entry;
-// docs/warm-start.md measures where that stops being cheap (an approximate index would be the next step there).
+// The warm-start library: earlier prompts' embeddings and summaries (never their full caches), searched by cosine
+// similarity, under a byte cap with least-recently-used eviction. Search is exact (one dot product per entry) below
+// `approximate_from` entries and an HNSW index (Debian's hnswlib) from there: docs/warm-start.md §5.4 measures
+// exact search costing as much as the slot forward at about 10,000 entries of width 768. The index is rebuilt
+// lazily, at the first search after the library changed.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +24,20 @@ struct LibraryEntry {
   uint64_t bytes() const { return tokens.size() * 4 + embedding.size() * 4 + summary.bytes(); }
 };
 
+struct ApproximateIndex;  // library.cpp: hnswlib's HNSW over the entries' embeddings
+
+constexpr int64_t kDefaultApproximateFrom = 10000;
+
 class WarmStartLibrary {
  public:
-  explicit WarmStartLibrary(uint64_t byte_cap = 256ull << 20) : byte_cap_(byte_cap) {}
+  explicit WarmStartLibrary(uint64_t byte_cap = 256ull << 20);
+  ~WarmStartLibrary();
+  WarmStartLibrary(WarmStartLibrary&&) noexcept;
+  WarmStartLibrary& operator=(WarmStartLibrary&&) noexcept;
+
+  // Searches through the HNSW index once the library holds at least this many entries (0: always exact).
+  void set_approximate_from(int64_t entries) { approximate_from_ = entries; }
+  bool uses_approximate_search() const { return approximate_from_ > 0 && size() >= approximate_from_; }
 
   // Adds an entry, then evicts the least recently used ones while over the cap (the new one is kept unless it
   // alone exceeds the cap; then it is refused and false returned).
@@ -33,8 +47,10 @@ class WarmStartLibrary {
     int64_t index = -1;
     float similarity = 0;
   };
-  // The most similar entry (ties: the oldest), or nullopt when empty. Marks it used.
+  // The most similar entry (exact search: ties go to the oldest), or nullopt when empty. Marks it used.
   std::optional<Hit> nearest(const std::vector<float>& embedding);
+  // Always the exact scan (the reference for the index's recall).
+  std::optional<Hit> nearest_exact(const std::vector<float>& embedding) const;
 
   const LibraryEntry& entry(int64_t i) const { return entries_[i]; }
   int64_t size() const { return static_cast<int64_t>(entries_.size()); }
@@ -56,6 +72,9 @@ class WarmStartLibrary {
   uint64_t evictions_ = 0;
   std::vector<LibraryEntry> entries_;
   std::vector<uint64_t> last_used_;
+  int64_t approximate_from_ = kDefaultApproximateFrom;
+  std::unique_ptr<ApproximateIndex> index_;  // null or stale after a change: rebuilt at the next search
+  bool index_stale_ = true;
 };
 
 }  // namespace pagoda::warmstart

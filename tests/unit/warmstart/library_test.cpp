@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "io/safetensors_writer.h"
+#include "util/rng.h"
 #include "warmstart/warm_start_maps.h"
 
 namespace pagoda::warmstart {
@@ -61,6 +63,43 @@ TEST(WarmStartLibrary, EvictsTheLeastRecentlyUsedUnderTheCap) {
   WarmStartLibrary tiny(one - 1);
   EXPECT_FALSE(tiny.insert(entry({1, 0}, 0)));
   EXPECT_EQ(tiny.size(), 0);
+}
+
+TEST(WarmStartLibrary, LargeLibrariesSearchAnHnswIndexThatAgreesWithExactSearch) {
+  Rng rng(11);
+  auto unit = [&](int64_t dim) {
+    std::vector<float> v(dim);
+    double n = 0;
+    for (auto& x : v) n += (x = static_cast<float>(rng.next_normal()), double(x) * x);
+    for (auto& x : v) x = static_cast<float>(x / std::sqrt(n));
+    return v;
+  };
+  WarmStartLibrary lib;
+  lib.set_approximate_from(1000);
+  for (int i = 0; i < 999; ++i) lib.insert(entry(unit(32), 0));
+  EXPECT_FALSE(lib.uses_approximate_search());
+  lib.insert(entry(unit(32), 0));
+  EXPECT_TRUE(lib.uses_approximate_search());
+  int agree = 0;
+  for (int q = 0; q < 100; ++q) {
+    std::vector<float> v = lib.entry(static_cast<int64_t>(rng.next_u64() % lib.size())).embedding;
+    const auto noise = unit(32);
+    for (int c = 0; c < 32; ++c) v[c] += 0.3f * noise[c];
+    const auto approx = lib.nearest(v), exact = lib.nearest_exact(v);
+    ASSERT_TRUE(approx && exact);
+    agree += approx->index == exact->index;
+    double dot = 0;  // the similarity reported is the found entry's exact one
+    for (int c = 0; c < 32; ++c) dot += double(v[c]) * lib.entry(approx->index).embedding[c];
+    EXPECT_NEAR(approx->similarity, dot, 1e-5);
+  }
+  EXPECT_GE(agree, 95);
+  // An entry added after the index was built is found (the index is rebuilt).
+  const auto fresh = unit(32);
+  lib.insert(entry(fresh, 7));
+  const auto hit = lib.nearest(fresh);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->index, lib.size() - 1);
+  EXPECT_NEAR(hit->similarity, 1.0f, 1e-5);
 }
 
 TEST(WarmStartLibrary, SavesAndLoads) {
