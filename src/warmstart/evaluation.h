@@ -6,6 +6,7 @@
 //   no-projection     the neighbour's summary used as-is                                    (baseline 5)
 //   oracle-summary    the target's own exact cache compressed to m slots (compression error alone)  (6)
 //   neighbour-kv      the neighbour's full exact prefix cache, the target's last token after it       (4)
+//   neighbour-kv-blend  the same with ~15% of the prefix recomputed (CacheBlend-style)             (4)
 //   response-cache    the neighbour's own first-token distribution (a semantic response cache)        (3)
 //   no-cache          the last token alone, no cache                                                   (7)
 //   prefix-cache      exact prefix cache on the shared token prefix (block-rounded): exact, KL 0      (2)
@@ -32,6 +33,7 @@ struct EvalOptions {
   int timing_repeats = 3;  // median of this many timings per request and method
   int threads = 1;
   int prefix_block = 16;  // the prefix cache's block size (hits are whole blocks)
+  int blend_recompute_percent = 15;  // neighbour-kv-blend: share of the prefix recomputed
 };
 
 struct MethodOutcome {

@@ -60,7 +60,7 @@ assert s["top1_agreement"] == 1.0 and s["first_tokens_agreement"] == 1.0, s
 # With warm start on, hits happen and the served method is the projected one on those.
 assert on["hits"] > 0, on["hits"]
 for m in ["served", "projected:shared", "projected:block-diagonal", "no-projection", "oracle-summary",
-          "neighbour-kv", "response-cache", "no-cache", "prefix-cache"]:
+          "neighbour-kv", "neighbour-kv-blend", "response-cache", "no-cache", "prefix-cache"]:
     assert on["methods"][m]["all"]["n"] == 28, m
 assert on["methods"]["prefix-cache"]["all"]["kl_method_cold"]["mean"] < 1e-9  # exact
 for form in ["projected:shared", "projected:block-diagonal"]:
