@@ -52,8 +52,7 @@ class ColdPath {
 
   // Runs tokens[from..) after keeping the first `from` cached tokens; returns the last token's logits.
   Status prefill(const std::vector<int32_t>& tokens, int64_t from, std::vector<float>& logits) {
-    cache_.set_length(from);
-    return transformer_forward(model_, std::span(tokens).subspan(from), cache_, ws_, pool_, false, logits);
+    return run_at(from, std::span(tokens).subspan(from), logits);
   }
   Status step(int32_t token, std::vector<float>& logits) {
     return transformer_forward(model_, std::span(&token, 1), cache_, ws_, pool_, false, logits);
@@ -74,12 +73,6 @@ class ColdPath {
   ContiguousKvCache cache_;
   TransformerWorkspace ws_;
 };
-
-#define EVAL_TRY(expr)                                    \
-  do {                                                    \
-    auto s_ = (expr);                                     \
-    if (!s_.ok()) return make_error(s_.error().message); \
-  } while (0)
 
 }  // namespace
 
@@ -192,7 +185,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     result.summary_bytes = static_cast<int64_t>(e.summary.bytes());
     library.insert(std::move(e));
     std::vector<float> logits;
-    EVAL_TRY(cold.prefill(it.source, 0, logits));
+    PAGODA_RETURN_IF_ERROR(cold.prefill(it.source, 0, logits));
     source_cold_logits.push_back(std::move(logits));
     source_tokens.push_back(&it.source);
     kv_bytes_sum += static_cast<int64_t>(it.source.size()) * 2 * hp.n_layer * hp.kv_dim() * 2;
@@ -213,14 +206,14 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
 
     // Cold reference: first-token logits, greedy continuation, continuation log-likelihood.
     std::vector<float> cold_logits;
-    EVAL_TRY(cold.prefill(it.target, 0, cold_logits));
+    PAGODA_RETURN_IF_ERROR(cold.prefill(it.target, 0, cold_logits));
     std::vector<int32_t> cold_greedy = {argmax(cold_logits)};
     for (int i = 1; i < o.quality_tokens; ++i) {
-      EVAL_TRY(cold.step(cold_greedy.back(), logits));
+      PAGODA_RETURN_IF_ERROR(cold.step(cold_greedy.back(), logits));
       cold_greedy.push_back(argmax(logits));
     }
     cold.cache().set_length(T);
-    EVAL_TRY(cold.all_logits(it.continuation, scratch));
+    PAGODA_RETURN_IF_ERROR(cold.all_logits(it.continuation, scratch));
     const int64_t C = static_cast<int64_t>(it.continuation.size());
     double rest_ll = 0;  // log p of continuation tokens 2.. (exact cache after token 1)
     for (int64_t i = 0; i + 1 < C; ++i) {
@@ -294,8 +287,8 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       return cold.prefill(it.target, 0, out);
     };
     std::vector<float> first;
-    EVAL_TRY(served_first(first));
-    EVAL_TRY(add("served", first, time_it([&] { (void)served_first(scratch); })));
+    PAGODA_RETURN_IF_ERROR(served_first(first));
+    PAGODA_RETURN_IF_ERROR(add("served", first, time_it([&] { (void)served_first(scratch); })));
     r.served_token2_s = time_it([&] {
       (void)served_first(scratch);
       if (r.hit) (void)cold.prefill(it.target, 0, logits);  // the exact prefill still runs
@@ -309,36 +302,36 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
         if (!projected.ok()) return projected.error();
         return slot_forward(model, it.target.back(), *projected, pool, ws, out);
       };
-      EVAL_TRY(run(first));
-      EVAL_TRY(add("projected:" + to_string(m.projector.form()), first, time_it([&] { (void)run(scratch); })));
+      PAGODA_RETURN_IF_ERROR(run(first));
+      PAGODA_RETURN_IF_ERROR(add("projected:" + to_string(m.projector.form()), first, time_it([&] { (void)run(scratch); })));
     }
     {
       auto run = [&](std::vector<float>& out) -> Status {
         const auto h = search();
         return slot_forward(model, it.target.back(), library.entry(h->index).summary, pool, ws, out);
       };
-      EVAL_TRY(run(first));
-      EVAL_TRY(add("no-projection", first, time_it([&] { (void)run(scratch); })));
+      PAGODA_RETURN_IF_ERROR(run(first));
+      PAGODA_RETURN_IF_ERROR(add("no-projection", first, time_it([&] { (void)run(scratch); })));
     }
     {
       auto state = run_prompt(model, it.target, pool, ws);
       if (!state.ok()) return state.error();
       auto own = summarize_prefix(hp, *state, so);
       if (!own.ok()) return own.error();
-      EVAL_TRY(slot_forward(model, it.target.back(), *own, pool, ws, first));
-      EVAL_TRY(add("oracle-summary", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own, pool, ws, scratch); })));
+      PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), *own, pool, ws, first));
+      PAGODA_RETURN_IF_ERROR(add("oracle-summary", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own, pool, ws, scratch); })));
     }
     {
       // The neighbour's exact prefix cache (all but its last token), the target's last token after it.
       const auto& src = *source_tokens[n];
       std::vector<int32_t> seq(src.begin(), src.end() - 1);
       seq.push_back(it.target.back());
-      EVAL_TRY(cold.prefill(seq, 0, first));
+      PAGODA_RETURN_IF_ERROR(cold.prefill(seq, 0, first));
       const double t = time_it([&] {
         (void)search();
         (void)cold.prefill(seq, static_cast<int64_t>(seq.size()) - 1, scratch);
       });
-      EVAL_TRY(add("neighbour-kv", first, t));
+      PAGODA_RETURN_IF_ERROR(add("neighbour-kv", first, t));
     }
     {
       // CacheBlend-style (baseline 4 with recompute): the neighbour's exact cache position by position, with the
@@ -390,19 +383,19 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       };
       std::vector<double> times;
       for (int rep = 0; rep < std::max(o.timing_repeats, 1); ++rep) {
-        EVAL_TRY(cold.prefill(src, 0, scratch));  // the neighbour's stored cache (not timed)
+        PAGODA_RETURN_IF_ERROR(cold.prefill(src, 0, scratch));  // the neighbour's stored cache (not timed)
         const auto t0 = Clock::now();
-        EVAL_TRY(blend(first));
+        PAGODA_RETURN_IF_ERROR(blend(first));
         times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
       std::sort(times.begin(), times.end());
-      EVAL_TRY(add("neighbour-kv-blend", first, times[times.size() / 2]));
+      PAGODA_RETURN_IF_ERROR(add("neighbour-kv-blend", first, times[times.size() / 2]));
     }
-    EVAL_TRY(add("response-cache", source_cold_logits[n], time_it([&] { (void)search(); })));
+    PAGODA_RETURN_IF_ERROR(add("response-cache", source_cold_logits[n], time_it([&] { (void)search(); })));
     {
       const SlotCache none = SlotCache::empty_for(hp, 0);
-      EVAL_TRY(slot_forward(model, it.target.back(), none, pool, ws, first));
-      EVAL_TRY(add("no-cache", first, time_it([&] { (void)slot_forward(model, it.target.back(), none, pool, ws, scratch); })));
+      PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), none, pool, ws, first));
+      PAGODA_RETURN_IF_ERROR(add("no-cache", first, time_it([&] { (void)slot_forward(model, it.target.back(), none, pool, ws, scratch); })));
     }
     {
       // Exact prefix cache: the target's tokens shared with the neighbour from the start, in whole blocks,
@@ -414,13 +407,13 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       std::vector<int32_t> head(it.target.begin(), it.target.begin() + std::max<int64_t>(common, 1));
       std::vector<double> times;
       for (int rep = 0; rep < std::max(o.timing_repeats, 1); ++rep) {
-        if (common > 0) EVAL_TRY(cold.prefill(head, 0, scratch));  // the cached blocks (not timed)
+        if (common > 0) PAGODA_RETURN_IF_ERROR(cold.prefill(head, 0, scratch));  // the cached blocks (not timed)
         const auto t0 = Clock::now();
-        EVAL_TRY(cold.prefill(it.target, common, first));
+        PAGODA_RETURN_IF_ERROR(cold.prefill(it.target, common, first));
         times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
       std::sort(times.begin(), times.end());
-      EVAL_TRY(add("prefix-cache", first, times[times.size() / 2]));
+      PAGODA_RETURN_IF_ERROR(add("prefix-cache", first, times[times.size() / 2]));
     }
     result.requests.push_back(std::move(r));
     if (progress) progress(static_cast<int64_t>(idx + 1), static_cast<int64_t>(items.size()));

@@ -18,6 +18,7 @@ struct SequenceOutput {
   std::vector<std::vector<float>> logits;  // [step][n_vocab]
   FinishReason finish = FinishReason::kNone;
   std::string error;
+  WarmStartUse warm_start = WarmStartUse::kOff;  // what the first token event said
 };
 
 // Greedy decoding of `prompt` through SequenceRunner alone (contiguous cache), stopping at max_tokens or EOS.
@@ -47,6 +48,7 @@ inline void drain_stream(RequestStream& stream, SequenceOutput& o) {
       o.finish = ev.finish;
       o.error = ev.error;
     } else {
+      if (o.ids.empty()) o.warm_start = ev.warm_start;
       o.ids.push_back(ev.token);
       o.logits.push_back(std::move(ev.logits));
     }

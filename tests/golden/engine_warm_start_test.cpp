@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "engine/engine.h"
+#include "engine_reference.h"
 #include "model/model.h"
 #include "warmstart/fit.h"
 #include "warmstart/kv_summary.h"
@@ -21,27 +22,7 @@ namespace {
 
 using namespace warmstart;
 
-struct Output {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<float>> logits;
-  WarmStartUse warm = WarmStartUse::kOff;
-  FinishReason finish = FinishReason::kNone;
-  std::string error;
-};
-
-void drain(RequestStream& stream, Output& o) {
-  StreamEvent ev;
-  while (stream.try_next(&ev)) {
-    if (ev.kind == StreamEvent::Kind::kFinished) {
-      o.finish = ev.finish;
-      o.error = ev.error;
-    } else {
-      if (o.ids.empty()) o.warm = ev.warm_start;
-      o.ids.push_back(ev.token);
-      o.logits.push_back(std::move(ev.logits));
-    }
-  }
-}
+using Output = SequenceOutput;
 
 std::vector<Output> run(const Model& model, const std::vector<GenerationRequest>& reqs,
                         std::shared_ptr<WarmStartService> warm, EngineStats* stats_out) {
@@ -61,10 +42,10 @@ std::vector<Output> run(const Model& model, const std::vector<GenerationRequest>
   std::vector<Output> out(reqs.size());
   for (int step = 0; (*engine)->step(); ++step) {
     EXPECT_TRUE((*engine)->check_invariants().ok());
-    for (size_t i = 0; i < reqs.size(); ++i) drain(*streams[i], out[i]);
+    for (size_t i = 0; i < reqs.size(); ++i) drain_stream(*streams[i], out[i]);
     if (step > 100000) break;
   }
-  for (size_t i = 0; i < reqs.size(); ++i) drain(*streams[i], out[i]);
+  for (size_t i = 0; i < reqs.size(); ++i) drain_stream(*streams[i], out[i]);
   if (stats_out) *stats_out = (*engine)->stats();
   return out;
 }
@@ -151,16 +132,16 @@ TEST(EngineWarmStart, FromTokenTwoOnBitwiseEqualToAColdRequestWithTheFirstTokenF
 
   int hits = 0, misses = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
-    hits += warm[i].warm == WarmStartUse::kHit;
-    misses += warm[i].warm == WarmStartUse::kMiss;
-    EXPECT_EQ(cold[i].warm, WarmStartUse::kOff);
+    hits += warm[i].warm_start == WarmStartUse::kHit;
+    misses += warm[i].warm_start == WarmStartUse::kMiss;
+    EXPECT_EQ(cold[i].warm_start, WarmStartUse::kOff);
     ASSERT_EQ(warm[i].ids, cold[i].ids) << "request " << i;
     ASSERT_EQ(warm[i].finish, cold[i].finish) << "request " << i;
     for (size_t s = 1; s < warm[i].ids.size(); ++s)
       ASSERT_EQ(0, std::memcmp(warm[i].logits[s].data(), cold[i].logits[s].data(),
                                model.hparams().n_vocab * sizeof(float)))
           << "request " << i << " token " << s + 1;
-    if (warm[i].warm == WarmStartUse::kMiss) {  // a miss is a cold request: its first logits are the prompt's too
+    if (warm[i].warm_start == WarmStartUse::kMiss) {  // a miss is a cold request: its first logits are the prompt's too
       ASSERT_EQ(0, std::memcmp(warm[i].logits[0].data(), cold[i].logits[0].data(), model.hparams().n_vocab * 4));
     }
   }
