@@ -35,7 +35,7 @@ CompiledCache& compiled_cache() {
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabTrie> trie)
     : matcher_(std::move(grammar)),
       trie_(std::move(trie)),
-      cache_(std::make_shared<MaskCache>(mask_cache_entries(trie_->n_vocab()))) {}
+      cache_(std::make_shared<MaskCache>(matcher_, mask_cache_entries(trie_->n_vocab()))) {}
 
 Result<std::shared_ptr<const CompiledGrammar>> compile_grammar(std::string_view gbnf, const Tokenizer& tokenizer) {
   std::shared_ptr<const VocabTrie> trie = VocabTrie::of(tokenizer);

@@ -20,6 +20,8 @@ namespace pagoda::grammar {
 class CompiledGrammar {
  public:
   CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabTrie> trie);
+  CompiledGrammar(const CompiledGrammar&) = delete;  // the mask cache's automaton refers to matcher_
+  CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
   const GrammarMatcher& matcher() const { return matcher_; }
   const VocabTrie& trie() const { return *trie_; }

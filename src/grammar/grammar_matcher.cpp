@@ -1,6 +1,7 @@
 #include "grammar/grammar_matcher.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace pagoda::grammar {
 
@@ -131,51 +132,72 @@ std::pair<uint32_t, uint32_t> completions(uint32_t bits, uint8_t left, uint8_t l
 
 }  // namespace
 
+GrammarMatcher::Utf8Step GrammarMatcher::utf8_step(uint32_t bits, uint8_t left, uint8_t len, uint8_t byte) {
+  Utf8Step st;
+  if (left == 0) {
+    if (byte < 0x80) {
+      st.kind = Utf8Step::Kind::kCodePoint;
+      st.code_point = byte;
+      return st;
+    }
+    if ((byte & 0xE0) == 0xC0) {
+      st.bits = byte & 0x1F;
+      st.len = 2;
+    } else if ((byte & 0xF0) == 0xE0) {
+      st.bits = byte & 0x0F;
+      st.len = 3;
+    } else if ((byte & 0xF8) == 0xF0) {
+      st.bits = byte & 0x07;
+      st.len = 4;
+    } else {
+      return st;  // a continuation byte or an invalid lead byte where a character starts
+    }
+    st.left = static_cast<uint8_t>(st.len - 1);
+    std::tie(st.lo, st.hi) = completions(st.bits, st.left, st.len);
+    if (st.lo <= st.hi) st.kind = Utf8Step::Kind::kPending;
+    return st;
+  }
+  if ((byte & 0xC0) != 0x80) return st;
+  st.bits = (bits << 6) | (byte & 0x3F);
+  st.left = static_cast<uint8_t>(left - 1);
+  st.len = len;
+  std::tie(st.lo, st.hi) = completions(st.bits, st.left, len);
+  if (st.lo > st.hi) return st;
+  if (st.left == 0) {
+    if (st.bits >= 0xD800 && st.bits <= 0xDFFF) return st;
+    st.kind = Utf8Step::Kind::kCodePoint;
+    st.code_point = st.bits;
+    st.bits = 0;
+    st.len = 0;
+    return st;
+  }
+  st.kind = Utf8Step::Kind::kPending;
+  return st;
+}
+
 MatcherState GrammarMatcher::advance(const MatcherState& s, uint8_t byte) const {
   if (s.dead()) return s;
-  if (s.partial_left == 0) {
-    if (byte < 0x80) return advance_code_point(s, byte);
-    uint32_t bits = 0;
-    uint8_t len = 0;
-    if ((byte & 0xE0) == 0xC0) {
-      bits = byte & 0x1F;
-      len = 2;
-    } else if ((byte & 0xF0) == 0xE0) {
-      bits = byte & 0x0F;
-      len = 3;
-    } else if ((byte & 0xF8) == 0xF0) {
-      bits = byte & 0x07;
-      len = 4;
-    } else {
-      return MatcherState{};  // a continuation byte or an invalid lead byte where a character starts
+  const Utf8Step st = utf8_step(s.partial, s.partial_left, s.partial_len, byte);
+  switch (st.kind) {
+    case Utf8Step::Kind::kInvalid:
+      return MatcherState{};
+    case Utf8Step::Kind::kPending: {
+      if (!viable(s, st.lo, st.hi)) return MatcherState{};
+      MatcherState next = s;
+      next.partial = st.bits;
+      next.partial_left = st.left;
+      next.partial_len = st.len;
+      return next;
     }
-    const uint8_t left = static_cast<uint8_t>(len - 1);
-    const auto [lo, hi] = completions(bits, left, len);
-    if (lo > hi || !viable(s, lo, hi)) return MatcherState{};
-    MatcherState next = s;
-    next.partial = bits;
-    next.partial_left = left;
-    next.partial_len = len;
-    return next;
+    case Utf8Step::Kind::kCodePoint:
+      break;
   }
-  if ((byte & 0xC0) != 0x80) return MatcherState{};
-  const uint32_t bits = (s.partial << 6) | (byte & 0x3F);
-  const uint8_t left = static_cast<uint8_t>(s.partial_left - 1);
-  const auto [lo, hi] = completions(bits, left, s.partial_len);
-  if (lo > hi) return MatcherState{};
-  if (left == 0) {
-    if (bits >= 0xD800 && bits <= 0xDFFF) return MatcherState{};
-    MatcherState whole = s;
-    whole.partial = 0;
-    whole.partial_left = 0;
-    whole.partial_len = 0;
-    return advance_code_point(whole, bits);
-  }
-  if (!viable(s, lo, hi)) return MatcherState{};
-  MatcherState next = s;
-  next.partial = bits;
-  next.partial_left = left;
-  return next;
+  if (s.partial_left == 0) return advance_code_point(s, st.code_point);
+  MatcherState whole = s;
+  whole.partial = 0;
+  whole.partial_left = 0;
+  whole.partial_len = 0;
+  return advance_code_point(whole, st.code_point);
 }
 
 MatcherState GrammarMatcher::advance(const MatcherState& s, std::string_view bytes) const {

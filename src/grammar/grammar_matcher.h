@@ -54,11 +54,25 @@ class GrammarMatcher {
   // Whether the grammar accepts the whole of `text` (tests and tools).
   bool accepts(std::string_view text) const;
 
+  // The two halves of advance(), for walks that keep the stacks and the UTF-8 decoding apart (StateAutomaton):
+  // the state after a whole code point (s has no unfinished sequence), and whether some stack's next class holds
+  // a code point in [lo, hi].
+  MatcherState advance_code_point(const MatcherState& s, uint32_t cp) const;
+  bool viable(const MatcherState& s, uint32_t lo, uint32_t hi) const;
+
+  // What one byte does to an unfinished UTF-8 sequence (partial bits, bytes left, length; left 0: none pending).
+  struct Utf8Step {
+    enum class Kind : uint8_t { kInvalid, kCodePoint, kPending };
+    Kind kind = Kind::kInvalid;
+    uint32_t code_point = 0;  // kCodePoint: the character just completed
+    uint32_t bits = 0;        // kPending: the new partial state
+    uint8_t left = 0, len = 0;
+    uint32_t lo = 0, hi = 0;  // kPending: the code points the sequence may still become; a stack must allow one
+  };
+  static Utf8Step utf8_step(uint32_t bits, uint8_t left, uint8_t len, uint8_t byte);
+
  private:
   void expand(std::vector<uint32_t> stack, std::vector<std::vector<uint32_t>>& out, bool& overflow) const;
-  MatcherState advance_code_point(const MatcherState& s, uint32_t cp) const;
-  // Whether some stack's next class holds a code point in [lo, hi].
-  bool viable(const MatcherState& s, uint32_t lo, uint32_t hi) const;
   static void normalize(std::vector<std::vector<uint32_t>>& stacks);
 
   std::shared_ptr<const Grammar> g_;

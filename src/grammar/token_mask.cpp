@@ -104,6 +104,56 @@ TokenMask VocabTrie::mask(const GrammarMatcher& m, const MatcherState& s) const 
   return mask;
 }
 
+std::optional<TokenMask> VocabTrie::mask(StateAutomaton& a, const GrammarMatcher& m, const MatcherState& s) const {
+  TokenMask mask;
+  mask.words.assign((static_cast<size_t>(n_vocab_) + 63) / 64, 0);
+  if (s.dead()) return mask;
+  if (s.can_end())
+    for (int32_t id : end_tokens_) mask.allow(id);
+  // As mask() above, with the state as a number in the automaton plus the unfinished UTF-8 sequence beside it.
+  struct Frame {
+    uint32_t node;
+    uint32_t next_edge;
+    uint32_t state;
+    uint32_t bits;
+    uint8_t left, len;
+  };
+  MatcherState stacks = s;
+  stacks.partial = 0;
+  stacks.partial_left = stacks.partial_len = 0;
+  const auto start = a.id_of(stacks);
+  if (!start) return std::nullopt;
+  std::vector<Frame> stack;
+  stack.push_back(Frame{0, 0, *start, s.partial, s.partial_left, s.partial_len});
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const Node& node = nodes_[f.node];
+    if (f.next_edge == node.num_edges) {
+      stack.pop_back();
+      continue;
+    }
+    const Edge& e = edges_[node.first_edge + f.next_edge++];
+    const auto st = GrammarMatcher::utf8_step(f.bits, f.left, f.len, e.byte);
+    Frame next{e.child, 0, f.state, 0, 0, 0};
+    if (st.kind == GrammarMatcher::Utf8Step::Kind::kInvalid) continue;
+    if (st.kind == GrammarMatcher::Utf8Step::Kind::kPending) {
+      if (!m.viable(a.state(f.state), st.lo, st.hi)) continue;
+      next.bits = st.bits;
+      next.left = st.left;
+      next.len = st.len;
+    } else {
+      const auto n = a.next(f.state, st.code_point);
+      if (!n) return std::nullopt;
+      if (*n == StateAutomaton::kDead) continue;
+      next.state = *n;
+    }
+    const Node& child = nodes_[e.child];
+    for (uint32_t i = 0; i < child.num_tokens; ++i) mask.allow(tokens_[child.first_token + i]);
+    if (child.num_edges > 0) stack.push_back(next);  // may move f: not used after
+  }
+  return mask;
+}
+
 std::shared_ptr<const TokenMask> MaskCache::get(const VocabTrie& trie, const GrammarMatcher& m,
                                                 const MatcherState& s) {
   std::string key = s.key();
@@ -117,7 +167,7 @@ std::shared_ptr<const TokenMask> MaskCache::get(const VocabTrie& trie, const Gra
     }
     ++misses_;
   }
-  auto mask = std::make_shared<const TokenMask>(trie.mask(m, s));
+  auto mask = std::make_shared<const TokenMask>(compute(trie, m, s));
   std::lock_guard lock(mu_);
   if (map_.count(key)) return mask;
   order_.push_front(key);
@@ -127,6 +177,15 @@ std::shared_ptr<const TokenMask> MaskCache::get(const VocabTrie& trie, const Gra
     order_.pop_back();
   }
   return mask;
+}
+
+TokenMask MaskCache::compute(const VocabTrie& trie, const GrammarMatcher& m, const MatcherState& s) {
+  {
+    std::lock_guard lock(automaton_mu_);
+    automaton_.trim();
+    if (auto mask = trie.mask(automaton_, m, s)) return std::move(*mask);
+  }
+  return trie.mask(m, s);  // one walk met more states than the automaton holds
 }
 
 uint64_t MaskCache::hits() const {

@@ -8,19 +8,22 @@
 //
 // MaskCache remembers masks by grammar state. The states of a structured output repeat (inside a string, after a
 // comma, ...), so after the first occurrences most steps are a lookup. A cache belongs to one compiled grammar and
-// is shared by every request that uses it; it is bounded (entries and bytes) and thread-safe.
+// is shared by every request that uses it; it is bounded (entries and bytes) and thread-safe. A miss walks the
+// trie through the grammar's StateAutomaton, so the matcher steps any earlier walk took are lookups.
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar_matcher.h"
+#include "grammar/state_automaton.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::grammar {
@@ -46,6 +49,9 @@ class VocabTrie {
 
   // The mask of tokens that may follow state s.
   TokenMask mask(const GrammarMatcher& m, const MatcherState& s) const;
+  // The same mask, its matcher steps looked up in (and added to) an automaton of the grammar's states; nullopt
+  // when the automaton outgrows its limit during the walk (then walk without it).
+  std::optional<TokenMask> mask(StateAutomaton& a, const GrammarMatcher& m, const MatcherState& s) const;
 
  private:
   struct Node {
@@ -66,13 +72,17 @@ class VocabTrie {
 
 class MaskCache {
  public:
-  explicit MaskCache(size_t max_entries = 4096) : max_entries_(max_entries) {}
-  // The cached mask of state s, computing it on a miss.
+  MaskCache(const GrammarMatcher& m, size_t max_entries = 4096) : max_entries_(max_entries), automaton_(m) {}
+  // The cached mask of state s (a state of m, the matcher given at construction), computing it on a miss.
   std::shared_ptr<const TokenMask> get(const VocabTrie& trie, const GrammarMatcher& m, const MatcherState& s);
   uint64_t hits() const;
   uint64_t misses() const;
 
  private:
+  TokenMask compute(const VocabTrie& trie, const GrammarMatcher& m, const MatcherState& s);
+
+  std::mutex automaton_mu_;    // one walk at a time uses the automaton
+  StateAutomaton automaton_;  // guarded by automaton_mu_
   mutable std::mutex mu_;
   size_t max_entries_;
   std::list<std::string> order_;  // most recently used first
