@@ -5,7 +5,7 @@
 # GBNF), interleaved rounds. Each (round, mode) has its own prompts, so no run finds its prompts in a prefix cache. Both servers get the same logit_bias banning byte tokens: llama-server ends a stream
 # with an error when random weights stop inside a UTF-8 sequence.
 # Usage: bench/grammar_serve_benchmark.sh PAGODA LLAMA_SERVER|none MODEL.gguf SCHEMA_BODY.json OUT_DIR [ROUNDS=3]
-# (LLAMA_SERVER "none": pagoda alone)
+# (LLAMA_SERVER "none": pagoda alone). PAGODA_FLAGS: extra flags for `pagoda serve` (e.g. --no-parallel-masks).
 set -euo pipefail
 pagoda=$1 llama_server=$2 model=$3 schema_body=$4 out=$5 rounds=${6:-3}
 threads=${THREADS:-2}
@@ -13,7 +13,7 @@ mkdir -p "$out"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-"$pagoda" serve "$model" --port 18190 -t "$threads" --kv-cache-mem 1GiB 2>"$out/pagoda-serve.log" &
+"$pagoda" serve "$model" --port 18190 -t "$threads" --kv-cache-mem 1GiB ${PAGODA_FLAGS:-} 2>"$out/pagoda-serve.log" &
 pids+=($!)
 servers="pagoda"
 if [ "$llama_server" != none ]; then

@@ -25,6 +25,8 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 31));
   cmd.add_flag("--no-enable-prefix-caching", f.no_prefix_caching,
                "Never reuse K/V of earlier prompts (forks of one request still share)");
+  cmd.add_flag("--no-parallel-masks", f.no_parallel_masks,
+               "Compute grammar masks when sampling, not on their own thread during the forward pass");
   auto* ws = cmd.add_option("--warm-start", f.warm_start,
                              "Warm start (docs/warm-start.md): maps from `pagoda warmstart fit`; off by default")
                   ->check(CLI::ExistingFile);
@@ -69,6 +71,7 @@ Result<EngineConfig> engine_config(const EngineFlags& f, const std::string& mode
   c.max_model_len = f.max_model_len;
   c.num_threads = f.threads;
   c.enable_prefix_caching = !f.no_prefix_caching;
+  c.parallel_masks = !f.no_parallel_masks;
   c.model_id = model_path;
   return c;
 }

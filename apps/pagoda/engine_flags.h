@@ -20,6 +20,7 @@ struct EngineFlags {
   int64_t max_model_len = 0;
   int threads = 1;
   bool no_prefix_caching = false;
+  bool no_parallel_masks = false;
   std::string warm_start;          // maps file (warm start off when empty)
   std::string warm_start_library;  // library folder
   double warm_start_threshold = 0.9;

@@ -1,5 +1,7 @@
 #include "api/openai_response.h"
 
+#include "grammar/token_mask.h"
+
 namespace pagoda {
 namespace {
 
@@ -95,22 +97,50 @@ void ResponseBuilder::append_logprobs(json& logprobs, const json& entry) const {
   logprobs["text_offset"].push_back(entry["offset"]);
 }
 
-ParsedReply ResponseBuilder::parse_reply(std::string_view text) const {
-  ParsedReply reply = parse_tool_calls(tool_format, text);
+ParsedReply ResponseBuilder::parse_reply(std::string_view text, bool* cut_off) const {
+  const size_t cut = unfinished_call_start(tool_format, text);
+  *cut_off = cut != std::string_view::npos;
+  ParsedReply reply = parse_tool_calls(tool_format, *cut_off ? text.substr(0, cut) : text);
   if (!parallel_tool_calls && reply.calls.size() > 1) reply.calls.resize(1);
   return reply;
 }
 
-json ResponseBuilder::tool_calls_json(const ParsedReply& reply, int32_t choice, bool with_index) const {
+const char* ResponseBuilder::tool_finish_reason(FinishReason engine_reason, bool has_calls, bool cut_off) const {
+  if (cut_off && engine_reason == FinishReason::kLength) return "length";
+  return has_calls ? "tool_calls" : openai_finish_reason(engine_reason);
+}
+
+json ResponseBuilder::tool_calls_json(std::string_view text, const ParsedReply& reply, int32_t choice) const {
+  // The calls the stream would have sent, joined: one reading of a reply, streamed or not.
+  ToolCallStream stream(tool_format, parallel_tool_calls);
   json calls = json::array();
-  for (size_t i = 0; i < reply.calls.size(); ++i) {
-    json call = {{"id", tool_call_id(tool_format, id_, choice, static_cast<int32_t>(i))},
-                 {"type", "function"},
-                 {"function", {{"name", reply.calls[i].name}, {"arguments", reply.calls[i].arguments}}}};
-    if (with_index) call["index"] = i;
-    calls.push_back(std::move(call));
+  for (const ToolCallDelta& d : stream.finish(text, reply)) {
+    if (d.header) {
+      calls.push_back({{"id", tool_call_id(tool_format, id_, choice, d.index)},
+                       {"type", "function"},
+                       {"function", {{"name", d.name}, {"arguments", d.arguments}}}});
+    } else {
+      calls[static_cast<size_t>(d.index)]["function"]["arguments"] =
+          calls[static_cast<size_t>(d.index)]["function"]["arguments"].get<std::string>() + d.arguments;
+    }
   }
   return calls;
+}
+
+json ResponseBuilder::tool_call_deltas_json(const std::vector<ToolCallDelta>& deltas, int32_t choice) const {
+  json out = json::array();
+  for (const ToolCallDelta& d : deltas) {
+    json call = {{"index", d.index}};
+    if (d.header) {
+      call["id"] = tool_call_id(tool_format, id_, choice, d.index);
+      call["type"] = "function";
+      call["function"] = {{"name", d.name}, {"arguments", d.arguments}};
+    } else {
+      call["function"] = {{"arguments", d.arguments}};
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
 }
 
 std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
@@ -121,36 +151,41 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
   note_warm_start(ev);
   if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError) return out;
   if (chat && tool_format != ToolCallFormat::kNone) {
-    // Text is released as content only where it cannot be part of a tool call; the calls come at the end.
-    c.held += ev.text;
+    // Text is released as content only where it cannot be part of a tool call; calls go out as they form.
+    c.held += reply_text(ev);
+    if (!c.calls) c.calls.emplace(tool_format, parallel_tool_calls);
     std::string content;
-    json calls = nullptr;
+    std::vector<ToolCallDelta> deltas;
     const char* finish = nullptr;
     if (ev.kind == StreamEvent::Kind::kToken) {
       ++completion_tokens_;
       const size_t n = releasable_content(tool_format, c.held, &c.decided);
       if (n > c.released) content = c.held.substr(c.released, n - c.released);
       c.released = std::max(c.released, n);
-      if (content.empty() && c.role_sent) return out;
+      deltas = c.calls->update(std::string_view(c.held).substr(c.released));
+      if (content.empty() && deltas.empty() && c.role_sent) return out;
     } else {
-      const ParsedReply reply = parse_reply(std::string_view(c.held).substr(c.released));
+      const std::string_view rest = std::string_view(c.held).substr(c.released);
+      bool cut_off = false;
+      const ParsedReply reply = parse_reply(rest, &cut_off);
       content = reply.content;
-      if (!reply.calls.empty()) calls = tool_calls_json(reply, ev.index, /*with_index=*/true);
-      finish = reply.calls.empty() ? openai_finish_reason(ev.finish) : "tool_calls";
+      deltas = c.calls->finish(rest, reply);
+      finish = tool_finish_reason(ev.finish, c.calls->calls_started() > 0 || !reply.calls.empty(), cut_off);
     }
     json delta = json::object();
     if (!c.role_sent) {
       delta["role"] = "assistant";
       c.role_sent = true;
     }
-    if (!content.empty() || (delta.contains("role") && calls.is_null())) delta["content"] = content;
-    if (!calls.is_null()) {
-      // The calls in their own chunk, then the finish, as OpenAI streams them.
+    if (!content.empty() || (delta.contains("role") && deltas.empty())) delta["content"] = content;
+    if (!deltas.empty()) {
+      // The calls' deltas in a chunk of their own (after any content in the same delta), then the finish.
       json call_chunk = chunk_base();
       json d = delta;
-      d["tool_calls"] = calls;
+      d["tool_calls"] = tool_call_deltas_json(deltas, ev.index);
       call_chunk["choices"].push_back({{"index", ev.index}, {"delta", d}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
       out.push_back(std::move(call_chunk));
+      if (!finish) return out;
       delta = json::object();
     }
     json chunk = chunk_base();
@@ -219,8 +254,17 @@ void ResponseBuilder::add(const StreamEvent& ev) {
     c.text_offset += static_cast<int64_t>(ev.text.size());
   } else {
     c.finish_reason = openai_finish_reason(ev.finish);
+    c.finish_event = ev.finish;
   }
-  c.text += ev.text;
+  c.text += endpoint_ == ApiEndpoint::kChatCompletions && tool_format != ToolCallFormat::kNone ? reply_text(ev) : ev.text;
+}
+
+std::string ResponseBuilder::reply_text(const StreamEvent& ev) const {
+  // A control token that stands for a tool-call marker prints nothing; the parser needs its text.
+  if (ev.kind == StreamEvent::Kind::kToken && tokenizer_.piece(ev.token).empty())
+    if (const std::string_view marker = grammar::grammar_piece(tokenizer_, ev.token); !marker.empty())
+      return ev.text + std::string(marker);
+  return ev.text;
 }
 
 json ResponseBuilder::final_response(int64_t prompt_tokens) const {
@@ -235,13 +279,13 @@ json ResponseBuilder::final_response(int64_t prompt_tokens) const {
     json choice = {{"index", i}};
     const char* finish = c.finish_reason;
     if (chat && tool_format != ToolCallFormat::kNone) {
-      const ParsedReply reply = parse_reply(c.text);
-      choice["message"] = {{"role", "assistant"}, {"content", reply.calls.empty() || !reply.content.empty()
-                                                                  ? json(reply.content) : json(nullptr)}};
-      if (!reply.calls.empty()) {
-        choice["message"]["tool_calls"] = tool_calls_json(reply, static_cast<int32_t>(i), /*with_index=*/false);
-        finish = "tool_calls";
-      }
+      bool cut_off = false;
+      const ParsedReply reply = parse_reply(c.text, &cut_off);
+      const json calls = tool_calls_json(c.text, reply, static_cast<int32_t>(i));
+      choice["message"] = {{"role", "assistant"},
+                           {"content", calls.empty() || !reply.content.empty() ? json(reply.content) : json(nullptr)}};
+      if (!calls.empty()) choice["message"]["tool_calls"] = calls;
+      if (c.finish_event) finish = tool_finish_reason(*c.finish_event, !calls.empty(), cut_off);
     } else if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/openai_request.h"
+#include "api/tool_call_stream.h"
 #include "api/tool_calls.h"
 #include "engine/request.h"
 #include "tokenizer/tokenizer.h"
@@ -36,8 +38,9 @@ class ResponseBuilder {
   bool include_usage_null = false;  // streamed chunks carry "usage": null (stream_options.include_usage)
   bool tokens_as_ids = false;       // logprob tokens as "token_id:N" instead of their text
   int64_t anchor_tokens = -1;       // >= 0: usage gains "anchor_tokens" (they are counted in prompt_tokens too)
-  // Chat with tools: replies are parsed for tool calls in this format. Streaming holds back text that may be part
-  // of a call and sends the calls as delta.tool_calls when the choice ends; finish_reason is "tool_calls".
+  // Chat with tools: replies are parsed for tool calls in this format; finish_reason is "tool_calls". Streaming
+  // holds back text that may be part of a call and sends each call as delta.tool_calls as it forms: its id and
+  // name, then its arguments fragment by fragment (tool_call_stream.h).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
   bool parallel_tool_calls = true;
 
@@ -46,16 +49,25 @@ class ResponseBuilder {
     std::string text;
     nlohmann::json logprobs;  // accumulated, in the endpoint's format
     const char* finish_reason = nullptr;
+    std::optional<FinishReason> finish_event;  // the engine's reason, once the choice finished
     bool role_sent = false;  // chat streaming: the first delta carries the role
     int64_t text_offset = 0;
     std::string held;          // tool-call streaming: the reply's text so far
     size_t released = 0;       // leading bytes of `held` already sent as content
     bool decided = false;      // releasable_content's memory
+    std::optional<ToolCallStream> calls;  // tool-call streaming: the calls sent so far
   };
-  // The tool calls of a finished reply and its content (the calls limited to one unless parallel).
-  ParsedReply parse_reply(std::string_view text) const;
-  nlohmann::json tool_calls_json(const ParsedReply& reply, int32_t choice, bool with_index) const;
+  // The tool calls of a finished reply and its content (the calls limited to one unless parallel). A call cut
+  // off before its object closed is neither a call nor content; *cut_off says whether there was one.
+  ParsedReply parse_reply(std::string_view text, bool* cut_off) const;
+  // "tool_calls" when the reply has calls, "length" when max_tokens cut a call off, else the engine's reason.
+  const char* tool_finish_reason(FinishReason engine_reason, bool has_calls, bool cut_off) const;
+  // A finished reply's message.tool_calls: the calls its stream sends (tool_call_stream.h), joined.
+  nlohmann::json tool_calls_json(std::string_view text, const ParsedReply& reply, int32_t choice) const;
+  nlohmann::json tool_call_deltas_json(const std::vector<ToolCallDelta>& deltas, int32_t choice) const;
   nlohmann::json chunk_base() const;
+  // A token's text as the tool-call parser reads it: ev.text, plus the marker a marker control token stands for.
+  std::string reply_text(const StreamEvent& event) const;
   std::string token_text(int32_t id) const;
   nlohmann::json logprobs_for(const StreamEvent& event, const Choice& choice) const;  // this token's entry
   // Warm start (only when the engine tried it): usage gains "pagoda": {"warm_start", "warm_start_similarity"}.

@@ -11,10 +11,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 

@@ -23,6 +23,13 @@
 namespace pagoda {
 
 enum class ToolCallFormat { kNone, kHermes, kLlama3, kMistral };
+
+// The formats' markers, matched as text.
+inline constexpr std::string_view kHermesOpen = "<tool_call>";
+inline constexpr std::string_view kHermesClose = "</tool_call>";
+inline constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+inline constexpr std::string_view kPythonTag = "<|python_tag|>";
+
 const char* tool_call_format_name(ToolCallFormat f);
 // The format a chat template's model writes calls in; kNone when the template shows none pagoda knows.
 ToolCallFormat detect_tool_call_format(std::string_view template_source);

@@ -407,7 +407,9 @@ void Engine::run_batch(const SchedulerStep& sched) {
     if (first < s.prompt_len) prompt_tokens_computed_ += std::min<int64_t>(c.num_tokens, s.prompt_len - first);
   }
   build_anchor_seams(sched);
+  if (config_.parallel_masks) prefetch_masks();
   Status st = forward_batch_buffers(max_blocks);
+  if (mask_prefetcher_) mask_prefetcher_->wait();
   if (!st.ok()) {
     for (const ScheduledChunk& c : sched.chunks)
       if (c.seq->state != Sequence::State::kFinished) finish(*c.seq, FinishReason::kError, st.error().message);
@@ -431,6 +433,18 @@ void Engine::run_batch(const SchedulerStep& sched) {
     }
     sample_and_emit(s, row);
   }
+}
+
+void Engine::prefetch_masks() {
+  std::vector<MaskPrefetcher::Job> jobs;
+  for (Sequence* s : b_logit_seqs_) {
+    const auto& g = s->request->request.grammar;
+    if (!g || !s->grammar_state || s->grammar_state->dead() || g->has_mask(*s->grammar_state)) continue;
+    jobs.push_back(MaskPrefetcher::Job{g, *s->grammar_state});
+  }
+  if (jobs.empty()) return;
+  if (!mask_prefetcher_) mask_prefetcher_ = std::make_unique<MaskPrefetcher>();
+  mask_prefetcher_->start(std::move(jobs));
 }
 
 void Engine::fork_choices(Sequence& parent) {
@@ -507,7 +521,7 @@ void Engine::emit_token(Sequence& s, int32_t token, std::span<const float> logit
   }
   if (r.grammar && reason == FinishReason::kNone) {
     // The grammar moves with the token's text; when it allows nothing but the end, the choice is complete.
-    s.grammar_state = r.grammar->matcher().advance(*s.grammar_state, model_.tokenizer().piece(token));
+    s.grammar_state = r.grammar->matcher().advance(*s.grammar_state, grammar::grammar_piece(model_.tokenizer(), token));
     if (s.grammar_state->must_end()) reason = FinishReason::kStop;  // finish() releases any held-back text
   }
   if (reason == FinishReason::kNone &&
@@ -567,6 +581,7 @@ void Engine::refresh_stats() {
   if (config_.warm_start) st.warm_start = config_.warm_start->stats();
   st.generated_tokens = generated_tokens_;
   st.requests_finished = requests_finished_;
+  if (mask_prefetcher_) st.masks_prefetched = static_cast<int64_t>(mask_prefetcher_->masks_computed());
   st.anchor_rechecks = anchor_rechecks_;
   st.anchor_recheck_seconds = anchor_recheck_seconds_;
   std::lock_guard lock(mu_);

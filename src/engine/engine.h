@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/anchor_recheck.h"
+#include "engine/mask_prefetcher.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
@@ -64,6 +65,9 @@ struct EngineConfig {
   // chosen cadence. The default, session, does nothing after registration.
   AnchorRecheck anchor_recheck;
   Clock* clock = nullptr;  // LRU clock; nullptr: a steady clock
+  // Grammar masks not cached yet are computed on a thread of their own during the forward pass
+  // (engine/mask_prefetcher.h) instead of after it. Off: computed when sampling. Either way the same tokens.
+  bool parallel_masks = true;
   // Warm start (off when null, src/warmstart/warm_start_service.h): an eligible request's first token from a
   // projected summary of a similar earlier prompt, emitted at admission; tokens 2.. from the exact prefill.
   // Eligible: one choice, no grammar, no logprobs, no anchor, no forced first token.
@@ -126,6 +130,7 @@ struct EngineStats {
   int64_t anchor_rechecks = 0;          // re-checks run by the benchmark-only cadence (EngineConfig::anchor_recheck)
   double anchor_recheck_seconds = 0;    // time they took, on the engine thread
   warmstart::WarmStartStats warm_start;  // hits, misses and time (all zero when warm start is off)
+  int64_t masks_prefetched = 0;  // grammar masks computed during a forward pass (EngineConfig::parallel_masks)
 };
 
 struct RequestState {
@@ -261,6 +266,9 @@ class Engine {
   // After a forward: the anchors the step's sequences attended to (revocation reports), and the per-token
   // re-checks of the block/token cadences (sequences that fail them finish with an error).
   void after_anchor_forward(const SchedulerStep& sched);
+  // Starts computing, during the forward pass, the masks this step's constrained sequences will sample with that
+  // no grammar's cache holds yet (config.parallel_masks).
+  void prefetch_masks();
 
   const Model& model_;
   EngineConfig config_;
@@ -272,6 +280,7 @@ class Engine {
   TransformerWorkspace ws_;
   std::vector<float> logits_;
   std::vector<float> masked_logits_;  // [n_vocab] a constrained sequence's logits with disallowed tokens at -inf
+  std::unique_ptr<MaskPrefetcher> mask_prefetcher_;  // null: masks computed when sampling (config.parallel_masks)
   Rng seed_rng_;
   int64_t max_model_len_ = 0;
   int64_t next_seq_id_ = 1;

@@ -27,6 +27,8 @@ class CompiledGrammar {
   const VocabTrie& trie() const { return *trie_; }
   // The tokens allowed after state s (cached).
   std::shared_ptr<const TokenMask> mask(const MatcherState& s) const { return cache_->get(*trie_, matcher_, s); }
+  // Whether mask(s) would be a cache hit now.
+  bool has_mask(const MatcherState& s) const { return cache_->contains(s); }
   const MaskCache& cache() const { return *cache_; }
 
  private:

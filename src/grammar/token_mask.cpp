@@ -6,6 +6,15 @@
 
 namespace pagoda::grammar {
 
+std::string_view grammar_piece(const Tokenizer& tokenizer, int32_t id) {
+  const std::string& piece = tokenizer.piece(id);
+  if (!piece.empty()) return piece;
+  const std::string& text = tokenizer.token_text(id);
+  for (std::string_view marker : kTextControlTokens)
+    if (text == marker) return marker;
+  return piece;
+}
+
 size_t TokenMask::count() const {
   size_t n = 0;
   for (uint64_t w : words) n += static_cast<size_t>(std::popcount(w));
@@ -38,7 +47,7 @@ VocabTrie::VocabTrie(const Tokenizer& tokenizer) : n_vocab_(tokenizer.n_vocab())
       end_tokens_.push_back(id);
       continue;
     }
-    const std::string& p = tokenizer.piece(id);
+    const std::string_view p = grammar_piece(tokenizer, id);
     if (!p.empty()) pieces.emplace_back(p, id);
   }
   std::sort(pieces.begin(), pieces.end());
@@ -186,6 +195,12 @@ TokenMask MaskCache::compute(const VocabTrie& trie, const GrammarMatcher& m, con
     if (auto mask = trie.mask(automaton_, m, s)) return std::move(*mask);
   }
   return trie.mask(m, s);  // one walk met more states than the automaton holds
+}
+
+bool MaskCache::contains(const MatcherState& s) const {
+  const std::string key = s.key();
+  std::lock_guard lock(mu_);
+  return map_.count(key) != 0;
 }
 
 uint64_t MaskCache::hits() const {

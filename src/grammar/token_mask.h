@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +28,14 @@
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::grammar {
+
+// Control tokens that stand for text a tool-call format writes. Their piece is empty (control tokens print
+// nothing), but for grammars they spell their text: a forced call may then use the model's own marker token, as
+// the model was trained to, and the grammar moves past the marker either way.
+inline constexpr std::string_view kTextControlTokens[] = {"[TOOL_CALLS]", "<tool_call>", "</tool_call>",
+                                                          "<|python_tag|>"};
+// The bytes token id spells for a grammar: its piece, or a listed control token's text.
+std::string_view grammar_piece(const Tokenizer& tokenizer, int32_t id);
 
 // One bit per token: bit (id % 64) of word (id / 64).
 struct TokenMask {
@@ -72,9 +81,11 @@ class VocabTrie {
 
 class MaskCache {
  public:
-  MaskCache(const GrammarMatcher& m, size_t max_entries = 4096) : max_entries_(max_entries), automaton_(m) {}
+  MaskCache(const GrammarMatcher& m, size_t max_entries = 4096) : automaton_(m), max_entries_(max_entries) {}
   // The cached mask of state s (a state of m, the matcher given at construction), computing it on a miss.
   std::shared_ptr<const TokenMask> get(const VocabTrie& trie, const GrammarMatcher& m, const MatcherState& s);
+  // Whether the mask of s is cached (no computing, no change to hits, misses or recency).
+  bool contains(const MatcherState& s) const;
   uint64_t hits() const;
   uint64_t misses() const;
 

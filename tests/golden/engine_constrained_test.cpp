@@ -52,7 +52,7 @@ class EngineConstrained : public ::testing::Test {
       const int32_t next = Sampler::argmax(masked);
       ids.push_back(next);
       if (model_->tokenizer().is_end_of_generation(next)) break;
-      state = m.advance(state, model_->tokenizer().piece(next));
+      state = m.advance(state, grammar::grammar_piece(model_->tokenizer(), next));
       EXPECT_FALSE(state.dead());
       if (state.must_end()) break;
       logits = runner.eval(std::span<const int32_t>(&next, 1));
@@ -72,7 +72,7 @@ class EngineConstrained : public ::testing::Test {
 
 Model* EngineConstrained::model_ = nullptr;
 
-EngineConfig small_config(int64_t num_blocks) {
+EngineConfig small_config(int64_t num_blocks, bool parallel_masks = true) {
   EngineConfig c;
   c.kv_cache_dtype = KvDtype::kF32;
   c.block_size = 16;
@@ -82,6 +82,7 @@ EngineConfig small_config(int64_t num_blocks) {
   c.num_threads = 2;
   c.watermark_blocks = 0;
   c.model_id = "stories260K";
+  c.parallel_masks = parallel_masks;
   return c;
 }
 
@@ -132,6 +133,48 @@ TEST_F(EngineConstrained, GreedyConstrainedMatchesAloneInABusyEngine) {
   }
   EXPECT_EQ(constrained, 8);
   EXPECT_GE(completed, 4) << "the choice and the short grammar finish within 48 tokens";
+}
+
+TEST_F(EngineConstrained, MasksComputedDuringTheForwardPassGiveTheSameTokens) {
+  // The same grammar under two texts (a comment differs), so each engine starts from a cold mask cache.
+  const std::string schema = R"({"type": "object", "properties": {"who": {"type": "string", "maxLength": 12},
+      "n": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["who", "n"]})";
+  auto gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema));
+  ASSERT_TRUE(gbnf.ok());
+  std::vector<std::vector<int32_t>> outputs[2];
+  int64_t prefetched[2] = {0, 0};
+  for (int parallel = 0; parallel < 2; ++parallel) {
+    const std::string text = *gbnf + "# masks " + (parallel ? "parallel" : "inline") + " (engine_constrained_test)\n";
+    auto g = grammar::compile_grammar(text, model_->tokenizer());
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    ASSERT_EQ((*g)->cache().misses(), 0u) << "a fresh grammar";
+    auto engine = Engine::create(*model_, small_config(256, parallel == 1));
+    ASSERT_TRUE(engine.ok());
+    std::vector<GenerationRequest> reqs;
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int i = 0; i < 6; ++i) {
+      GenerationRequest r;
+      r.prompt = model_->tokenizer().encode(i % 2 ? "Lily and Tom" : "Once upon a time", true, true);
+      r.prompt.push_back(static_cast<int32_t>(10 + i));
+      r.max_tokens = 40;
+      r.sampling.temperature = 0.0f;
+      r.grammar = *g;
+      reqs.push_back(r);
+      streams.push_back((*engine)->submit(r));
+    }
+    (*engine)->run_until_idle();
+    prefetched[parallel] = (*engine)->stats().masks_prefetched;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      SequenceOutput got;
+      drain_stream(*streams[i], got);
+      ASSERT_NE(got.finish, FinishReason::kError) << got.error;
+      EXPECT_EQ(got.ids, constrained_alone(reqs[i])) << "request " << i << (parallel ? " (parallel)" : " (inline)");
+      outputs[parallel].push_back(got.ids);
+    }
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(prefetched[0], 0);
+  EXPECT_GT(prefetched[1], 5) << "states met for the first time are computed during the forward pass";
 }
 
 TEST_F(EngineConstrained, SampledChoicesStayInTheGrammarAndTheSeedDecides) {
