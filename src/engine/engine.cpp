@@ -479,6 +479,8 @@ void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
     // model's own (from the raw logits), as in OpenAI's API.
     const auto mask = r.grammar->mask(*s.grammar_state);
     masked_logits_.assign(logits.begin(), logits.end());
+    // With ignore_eos the end tokens are never sampled (they would not end the choice, and the grammar would sit
+    // where it may end); the choice still ends when the grammar allows nothing but the end.
     bool any = false;
     for (size_t i = 0; i < masked_logits_.size(); ++i) {
       if (mask->allowed(static_cast<int32_t>(i))) {
@@ -487,6 +489,12 @@ void Engine::sample_and_emit(Sequence& s, std::span<const float> logits) {
         masked_logits_[i] = -std::numeric_limits<float>::infinity();
       }
     }
+    if (r.ignore_eos) {
+      for (int32_t id : r.grammar->trie().end_tokens()) masked_logits_[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
+      any = mask->count() > static_cast<size_t>(std::count_if(r.grammar->trie().end_tokens().begin(), r.grammar->trie().end_tokens().end(),
+                                                              [&](int32_t id) { return mask->allowed(id); }));
+    }
+    if (!any && r.ignore_eos && s.grammar_state->can_end()) return finish(s, FinishReason::kStop);
     if (!any) return finish(s, FinishReason::kError, "the output grammar allows no token here");
     allowed = masked_logits_;
   }

@@ -9,6 +9,7 @@
 #include <set>
 #include <string_view>
 
+#include "grammar/integer_range.h"
 #include "tokenizer/utf8.h"
 
 namespace pagoda::grammar {
@@ -427,18 +428,32 @@ class SchemaConverter {
 
   Result<std::string> number_rule(const ojson& s, bool integer, const std::string& path) {
     std::optional<double> min, max;
+    // Integers: the exact range (the smallest and largest integers the bounds allow).
+    double int_lo = -INFINITY, int_hi = INFINITY;
     for (const char* key : {"minimum", "exclusiveMinimum"})
       if (s.contains(key)) {
         if (!s[key].is_number()) return make_error(std::string("'") + key + "' must be a number at " + at(path));
-        min = std::max(min.value_or(-INFINITY), s[key].get<double>());
+        const double v = s[key].get<double>();
+        min = std::max(min.value_or(-INFINITY), v);
+        int_lo = std::max(int_lo, key[0] == 'm' ? std::ceil(v) : std::floor(v) + 1);
       }
     for (const char* key : {"maximum", "exclusiveMaximum"})
       if (s.contains(key)) {
         if (!s[key].is_number()) return make_error(std::string("'") + key + "' must be a number at " + at(path));
-        max = std::min(max.value_or(INFINITY), s[key].get<double>());
+        const double v = s[key].get<double>();
+        max = std::min(max.value_or(INFINITY), v);
+        int_hi = std::min(int_hi, key[0] == 'm' ? std::floor(v) : std::ceil(v) - 1);
       }
     if (min && max && *min > *max) return make_error("the minimum is above the maximum at " + at(path));
     if (!min && !max) return std::string(integer ? "json-integer" : "json-number");
+    if (integer) {
+      if (int_lo > int_hi) return make_error("no integer lies between the minimum and the maximum at " + at(path));
+      const double bound = static_cast<double>(kMaxIntegerBound);
+      const auto lo = static_cast<int64_t>(std::clamp(int_lo, -bound, bound));
+      const auto hi = static_cast<int64_t>(std::clamp(int_hi, -bound, bound));
+      if (lo > hi) return make_error("the integer bounds lie beyond 16 digits at " + at(path));
+      return new_rule(integer_range_gbnf(lo, hi) + " json-ws");
+    }
     const bool negative = !(min && *min >= 0);
     const bool positive = !(max && *max < 0);
     std::string alts;

@@ -177,6 +177,42 @@ TEST_F(EngineConstrained, MasksComputedDuringTheForwardPassGiveTheSameTokens) {
   EXPECT_GT(prefetched[1], 5) << "states met for the first time are computed during the forward pass";
 }
 
+TEST_F(EngineConstrained, IgnoreEosNeverSamplesTheEndButTheGrammarStillEnds) {
+  // Plain story text, as long as the model likes: it may end anywhere. EOS favoured by a logit bias: picked as
+  // soon as the grammar allows it without ignore_eos; with it, never.
+  auto g = compile(R"({"grammar": "root ::= [A-Za-z] [A-Za-z ,.!'\\n]*"})");
+  ASSERT_TRUE(g);
+  SequenceOutput plain, ignoring;
+  for (bool ignore : {false, true}) {
+    GenerationRequest r;
+    r.prompt = model_->tokenizer().encode("Once upon a time, there was a little girl named Lily.", true, true);
+    r.max_tokens = 60;
+    r.sampling.temperature = 0.0f;
+    r.ignore_eos = ignore;
+    r.sampling.logit_bias = {{*model_->tokenizer().eos(), 30.0f}};
+    r.grammar = g;
+    auto engine = Engine::create(*model_, small_config(256));
+    ASSERT_TRUE(engine.ok());
+    auto stream = (*engine)->submit(r);
+    (*engine)->run_until_idle();
+    drain_stream(*stream, ignore ? ignoring : plain);
+  }
+  ASSERT_NE(plain.finish, FinishReason::kError) << plain.error;
+  ASSERT_NE(ignoring.finish, FinishReason::kError) << ignoring.error;
+  ASSERT_FALSE(plain.ids.empty());
+  ASSERT_TRUE(model_->tokenizer().is_end_of_generation(plain.ids.back()))
+      << "the case this test is about: EOS early; got " << static_cast<int>(plain.finish) << " " << plain.ids.size() << ": " << text_of(plain.ids);
+  for (int32_t id : ignoring.ids) EXPECT_FALSE(model_->tokenizer().is_end_of_generation(id));
+  EXPECT_GT(ignoring.ids.size(), plain.ids.size());
+  const std::string text = text_of(ignoring.ids);
+  if (ignoring.finish == FinishReason::kStop) {
+    EXPECT_TRUE(g->matcher().advance(g->matcher().initial(), text).must_end()) << text;
+  } else {
+    EXPECT_EQ(ignoring.finish, FinishReason::kLength);
+    EXPECT_EQ(ignoring.ids.size(), 60u);
+  }
+}
+
 TEST_F(EngineConstrained, SampledChoicesStayInTheGrammarAndTheSeedDecides) {
   GenerationRequest r;
   r.prompt = model_->tokenizer().encode("Once upon a time", true, true);

@@ -157,16 +157,18 @@ TEST(JsonSchema, StringsLengthsFormatsAndPatterns) {
     EXPECT_NE(error_of(bad), "(ok)") << bad;
 }
 
-TEST(JsonSchema, NumberBoundsLimitSignAndDigits) {
+TEST(JsonSchema, IntegerBoundsAreExactNumberBoundsLimitSignAndDigits) {
   const Compiled c = compile(R"({"type": "integer", "minimum": 0, "maximum": 150})");
   EXPECT_TRUE(c.accepts("0"));
   EXPECT_TRUE(c.accepts("150"));
-  EXPECT_TRUE(c.accepts("999"));  // three digits: the bound is on digits, as documented
+  EXPECT_FALSE(c.accepts("151"));  // integers: the exact range (integer_range_test.cpp)
+  EXPECT_FALSE(c.accepts("999"));
   EXPECT_FALSE(c.accepts("1000"));
   EXPECT_FALSE(c.accepts("-1"));
   EXPECT_FALSE(c.accepts("01"));
   const Compiled neg = compile(R"({"type": "number", "maximum": -1, "minimum": -50})");
-  EXPECT_TRUE(neg.accepts("-50.25"));
+  EXPECT_TRUE(neg.accepts("-50.25"));  // numbers: sign and integer digits only, as documented
+  EXPECT_TRUE(neg.accepts("-99"));
   EXPECT_FALSE(neg.accepts("3"));
   EXPECT_FALSE(neg.accepts("-100"));
   const Compiled free = compile(R"({"type": "number"})");
