@@ -319,14 +319,17 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     res.set_header("Connection", "close");
     return send_error(res, 503, "the server is shutting down");
   }
-  json body;
+  // Parsed once, keeping the key order a template's tojson shows and a json_schema's properties follow; the field
+  // readers take a sorted copy of the tree (no second parse of the text).
+  nlohmann::ordered_json ordered_body;
   try {
-    body = json::parse(req.body);
-  } catch (const json::exception& e) {  // syntax errors, and numbers out of double's range
+    ordered_body = nlohmann::ordered_json::parse(req.body);
+  } catch (const nlohmann::ordered_json::exception& e) {  // syntax errors, and numbers out of double's range
     return send_error(res, 400, std::string("the request body is not valid JSON: ") + e.what());
   }
-  if (json_nests_deeper_than(body, kMaxBodyNesting))
+  if (json_nests_deeper_than(ordered_body, kMaxBodyNesting))
     return send_error(res, 400, "the request body nests deeper than " + std::to_string(kMaxBodyNesting) + " levels");
+  const json body(ordered_body);
   if (body.is_object() && body.contains("model") && body["model"].is_string() &&
       body["model"].get<std::string>() != config_.served_model_name)
     return send_error(res, 404, "The model '" + body["model"].get<std::string>() + "' does not exist; this server serves '" +
@@ -348,8 +351,6 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     anchor = std::move(*rec);
     limits.anchor_tokens = static_cast<int64_t>(anchor->tokens.size());
   }
-  // The key order a template's tojson shows and a json_schema's properties follow.
-  const nlohmann::ordered_json ordered_body = nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   auto parsed = chat ? parse_chat_request(body, tokenizer, limits, &ordered_body)
                      : parse_completion_request(body, tokenizer, limits, &ordered_body);
   if (!parsed.ok()) return send_error(res, 400, parsed.error().message, parsed.error().param);

@@ -1,7 +1,8 @@
 // libFuzzer target: untrusted HTTP bodies through everything `pagoda serve` does with them before the engine:
 // JSON parsing, the completions and chat request parsers (tokenizer, chat template, context limit), and the
-// response builder fed with the parsed request's shape. Also the API keys file parser. Nothing may crash, leak
-// or trip the sanitizers; errors are fine.
+// response builder fed with the parsed request's shape. Also the API keys file parser, and the same bytes as a
+// model's reply through the tool-call parsers of every format, streamed and whole (a model writes anything).
+// Nothing may crash, leak or trip the sanitizers; errors are fine.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,31 @@ const pagoda::Model& model() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   (void)pagoda::ApiKeys::parse(text, "fuzz");
+  for (auto format : {pagoda::ToolCallFormat::kHermes, pagoda::ToolCallFormat::kLlama3, pagoda::ToolCallFormat::kMistral})
+    for (bool streamed : {false, true}) {
+      pagoda::ResponseBuilder reply(pagoda::ApiEndpoint::kChatCompletions, "id", "m", 0, model().tokenizer(), 1, -1);
+      reply.tool_format = format;
+      reply.parallel_tool_calls = (size & 1) != 0;
+      for (size_t at = 0; at < text.size(); at += 3) {
+        pagoda::StreamEvent ev;
+        ev.token = 5;
+        ev.text = std::string(text.substr(at, 3));
+        if (streamed) {
+          for (const auto& chunk : reply.chunks_for(ev)) (void)pagoda::to_wire(chunk);
+        } else {
+          reply.add(ev);
+        }
+      }
+      pagoda::StreamEvent fin;
+      fin.kind = pagoda::StreamEvent::Kind::kFinished;
+      fin.finish = (size & 2) ? pagoda::FinishReason::kLength : pagoda::FinishReason::kStop;
+      if (streamed) {
+        for (const auto& chunk : reply.chunks_for(fin)) (void)pagoda::to_wire(chunk);
+      } else {
+        reply.add(fin);
+        (void)pagoda::to_wire(reply.final_response(1));
+      }
+    }
   const nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
   static const pagoda::ChatPrompt kLlama2 = pagoda::ChatPrompt::builtin(pagoda::ChatTemplateFamily::kLlama2);
