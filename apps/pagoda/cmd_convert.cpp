@@ -1,8 +1,9 @@
-// pagoda convert DIR -o FILE.gguf [--dtype f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q6_k|q4_k_m]
+// pagoda convert DIR -o FILE.gguf [--dtype f32|f16|bf16|PRESET] (PRESET: a llama-quantize preset, io/quant_preset.h)
 // A Hugging Face folder written as the GGUF llama.cpp's converter writes (model/convert.h).
 #include <cstdio>
 
 #include "commands.h"
+#include "io/quant_preset.h"
 #include "model/convert.h"
 #include "model/hf_folder.h"
 
@@ -37,8 +38,8 @@ void add_convert_command(CLI::App& app, Action& action) {
       ->required();
   cmd->add_option("-o,--output", opts->output, "Output .gguf file")->required();
   cmd->add_option("--dtype", opts->dtype,
-                  "Matrix type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k or the mix q4_k_m (default f16; "
-                  "norms and biases stay f32)");
+                  "Matrix type: f32, f16, bf16, or a llama-quantize preset choosing each tensor's type (" +
+                      quant_preset_names() + "; default f16; norms and biases stay f32)");
   cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
 }
 

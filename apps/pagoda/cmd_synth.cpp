@@ -1,9 +1,9 @@
 // pagoda synth --arch llama|gpt2|gptneox --dim D --layers L --heads H --kv-heads K --ffn F --vocab-from VOCAB.gguf
-//              --dtype f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q6_k|q4_k_m --seed S -o OUT.gguf
+//              --dtype PRESET (f32, f16, bf16 or a llama-quantize preset: io/quant_preset.h) --seed S -o OUT.gguf
 #include <cstdio>
 
 #include "commands.h"
-#include "io/quantize.h"
+#include "io/quant_preset.h"
 #include "model/synth.h"
 
 namespace pagoda::cli {
@@ -11,20 +11,13 @@ namespace {
 
 struct SynthCliOptions {
   SynthOptions synth;
-  std::string dtype = "f16";
   std::string vocab_path;
   std::string out_path;
 };
 
 int run(SynthCliOptions o) {
-  const bool q4_k_m = o.dtype == "q4_k_m" || o.dtype == "Q4_K_M";
-  auto dtype = parse_ggml_type(q4_k_m ? "q4_k" : o.dtype);
-  o.synth.q4_k_m = q4_k_m;
-  const bool writable = dtype && (*dtype == GgmlType::F32 || *dtype == GgmlType::F16 || *dtype == GgmlType::BF16 ||
-                                  can_quantize(*dtype));
-  if (!writable)
-    return fail("--dtype '" + o.dtype + "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k, q4_k_m");
-  o.synth.dtype = *dtype;
+  if (!find_quant_preset(o.synth.dtype))
+    return fail("--dtype '" + o.synth.dtype + "' is not one of " + quant_preset_names());
   auto vocab = GgufFile::open(o.vocab_path);
   if (!vocab.ok()) return fail(vocab.error().message);
   auto writer = synthesize_model(o.synth, *vocab);
@@ -48,7 +41,9 @@ void add_synth_command(CLI::App& app, Action& action) {
   cmd->add_option("--ffn", opts->synth.ffn, "Feed-forward width")->required();
   cmd->add_option("--context", opts->synth.context, "Training context length to record (default 2048)");
   cmd->add_option("--vocab-from", opts->vocab_path, "GGUF file whose vocabulary to copy")->required();
-  cmd->add_option("--dtype", opts->dtype, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k, or the mix q4_k_m (default f16)");
+  cmd->add_option("--dtype", opts->synth.dtype,
+                  "Weight type: f32, f16, bf16, or a llama-quantize preset choosing each tensor's type (" +
+                      quant_preset_names() + "; default f16)");
   cmd->add_option("--seed", opts->synth.seed, "Random seed (default 0)")->check(uint64_text());
   cmd->add_option("-o,--output", opts->out_path, "Output file")->required();
   cmd->callback([opts, &action] {

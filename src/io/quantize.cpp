@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "io/quant_blocks.h"
+#include "io/quantize_iq4.h"
+#include "io/quantize_k_quants.h"
 #include "util/fp16.h"
 
 namespace pagoda {
@@ -61,79 +63,6 @@ float asymmetric_levels(const float* x, int levels, uint8_t* q, float* min_out) 
   return d;
 }
 
-int nearest(float v) { return static_cast<int>(std::lround(v)); }
-
-// Q4_K: per sub-block of 32 a scale (max - min) / 15 and a min (-min, >= 0), both quantized to 6 bits against the
-// super-block's d and dmin; then the 4-bit levels against the quantized scale and min.
-void quantize_q4_k(const float* x, BlockQ4_K& b) {
-  float scale[8], min[8], max_scale = 0.0f, max_min = 0.0f;
-  for (int j = 0; j < 8; ++j) {
-    float lo, hi;
-    minmax(x + 32 * j, 32, &lo, &hi);
-    lo = std::min(lo, 0.0f);
-    scale[j] = (hi - lo) / 15.0f;
-    min[j] = -lo;
-    max_scale = std::max(max_scale, scale[j]);
-    max_min = std::max(max_min, min[j]);
-  }
-  const float d = max_scale / 63.0f, dmin = max_min / 63.0f;
-  b.d = f32_to_f16(d);
-  b.dmin = f32_to_f16(dmin);
-  const float dq = f16_to_f32(b.d), dminq = f16_to_f32(b.dmin);
-  uint8_t sc[8], m[8];
-  for (int j = 0; j < 8; ++j) {
-    sc[j] = static_cast<uint8_t>(std::clamp(dq > 0 ? nearest(scale[j] / dq) : 0, 0, 63));
-    m[j] = static_cast<uint8_t>(std::clamp(dminq > 0 ? nearest(min[j] / dminq) : 0, 0, 63));
-  }
-  // The 12 packed bytes (the inverse of unpack_k4_scale_min).
-  for (int j = 0; j < 4; ++j) {
-    b.scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-    b.scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
-    b.scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
-  }
-  uint8_t q[256];
-  for (int j = 0; j < 8; ++j) {
-    const float step = dq * sc[j], offset = dminq * m[j];
-    for (int l = 0; l < 32; ++l)
-      q[32 * j + l] = static_cast<uint8_t>(std::clamp(step > 0 ? nearest((x[32 * j + l] + offset) / step) : 0, 0, 15));
-  }
-  for (int c = 0; c < 4; ++c)
-    for (int l = 0; l < 32; ++l) b.qs[32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
-}
-
-// Q6_K: per group of 16 a symmetric scale max|x| / 31, quantized to int8 against the super-block's d; levels
-// q - 32 in -32..31.
-void quantize_q6_k(const float* x, BlockQ6_K& b) {
-  float scale[16], max_scale = 0.0f;
-  for (int g = 0; g < 16; ++g) {
-    float amax = 0.0f;
-    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
-    scale[g] = amax / 31.0f;
-    max_scale = std::max(max_scale, scale[g]);
-  }
-  b.d = f32_to_f16(max_scale / 127.0f);
-  const float dq = f16_to_f32(b.d);
-  uint8_t q[256];
-  for (int g = 0; g < 16; ++g) {
-    b.scales[g] = static_cast<int8_t>(std::clamp(dq > 0 ? nearest(scale[g] / dq) : 0, -128, 127));
-    const float step = dq * b.scales[g];
-    for (int l = 0; l < 16; ++l)
-      q[16 * g + l] =
-          static_cast<uint8_t>(std::clamp(step > 0 ? nearest(x[16 * g + l] / step) : 0, -32, 31) + 32);
-  }
-  // Element 128h + 32f + l: low nibble in ql[64h + l + 32 (f & 1)] (high nibble when f >= 2), top 2 bits at bit 2f
-  // of qh[32h + l].
-  std::memset(b.ql, 0, sizeof b.ql);
-  std::memset(b.qh, 0, sizeof b.qh);
-  for (int h = 0; h < 2; ++h)
-    for (int f = 0; f < 4; ++f)
-      for (int l = 0; l < 32; ++l) {
-        const uint8_t v = q[128 * h + 32 * f + l];
-        b.ql[64 * h + l + 32 * (f & 1)] |= static_cast<uint8_t>((v & 0xF) << (4 * (f >> 1)));
-        b.qh[32 * h + l] |= static_cast<uint8_t>((v >> 4) << (2 * f));
-      }
-}
-
 template <class Block, class Fn>
 std::vector<uint8_t> per_block(const float* x, int64_t n, int block_elems, Fn fn) {
   std::vector<uint8_t> out(n / block_elems * sizeof(Block));
@@ -151,8 +80,13 @@ bool can_quantize(GgmlType t) {
     case GgmlType::Q5_0:
     case GgmlType::Q5_1:
     case GgmlType::Q8_0:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
-    case GgmlType::Q6_K: return true;
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS: return true;
     default: return false;
   }
 }
@@ -203,8 +137,13 @@ Result<std::vector<uint8_t>> quantize_values(GgmlType t, const float* x, int64_t
         pack_nibbles(low, b.qs);
         pack_fifth_bits(q, b.qh);
       });
-    case GgmlType::Q4_K: return per_block<BlockQ4_K>(x, n, kQK_K, quantize_q4_k);
-    case GgmlType::Q6_K: return per_block<BlockQ6_K>(x, n, kQK_K, quantize_q6_k);
+    case GgmlType::Q2_K: return per_block<BlockQ2_K>(x, n, kQK_K, quantize_block_q2_k);
+    case GgmlType::Q3_K: return per_block<BlockQ3_K>(x, n, kQK_K, quantize_block_q3_k);
+    case GgmlType::Q4_K: return per_block<BlockQ4_K>(x, n, kQK_K, quantize_block_q4_k);
+    case GgmlType::Q5_K: return per_block<BlockQ5_K>(x, n, kQK_K, quantize_block_q5_k);
+    case GgmlType::Q6_K: return per_block<BlockQ6_K>(x, n, kQK_K, quantize_block_q6_k);
+    case GgmlType::IQ4_NL: return per_block<BlockIQ4_NL>(x, n, kQK, quantize_block_iq4_nl);
+    case GgmlType::IQ4_XS: return per_block<BlockIQ4_XS>(x, n, kQK_K, quantize_block_iq4_xs);
     default: break;
   }
   return make_error(std::string("cannot quantize to ") + traits.name);
@@ -226,23 +165,6 @@ Result<std::vector<uint8_t>> encode_f32_values(GgmlType type, const std::vector<
       return out;
     }
     default: return quantize_values(type, values.data(), static_cast<int64_t>(values.size()));
-  }
-}
-
-uint32_t gguf_file_type(GgmlType t, bool q4_k_m) {
-  if (q4_k_m) return 15;
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q4_K: return 14;  // "Q4_K_S": every matrix Q4_K
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: return 0;
   }
 }
 

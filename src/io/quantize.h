@@ -1,7 +1,7 @@
-// Encoding f32 values into the quantized file types, for `pagoda synth --dtype` (benchmark models without llama.cpp).
-// The 32-element types follow ggml's reference quantizers (what llama-quantize writes without an importance
-// matrix); Q4_K and Q6_K use a plain min/max choice of sub-block scales rather than llama-quantize's search, so
-// their error is somewhat larger than llama-quantize's (docs/kernels.md).
+// Encoding f32 values into the quantized file types, for `pagoda synth --dtype` and `pagoda convert --dtype`
+// (benchmark models without llama.cpp). Every type follows ggml's reference quantizer, what llama-quantize writes
+// without an importance matrix: Q4_0..Q8_0 directly here, the K-quants' scale searches in io/quantize_k_quants.h,
+// IQ4_NL and IQ4_XS in io/quantize_iq4.h. Which type each tensor gets is io/quant_preset.h's business.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +19,5 @@ Result<std::vector<uint8_t>> quantize_values(GgmlType type, const float* x, int6
 
 // f32 values -> `type`'s bytes: F32, F16 and BF16 directly, the quantized types through quantize_values.
 Result<std::vector<uint8_t>> encode_f32_values(GgmlType type, const std::vector<float>& values);
-
-// llama.cpp's general.file_type for a file of "mostly `type`" matrices (15 for the Q4_K_M mix; 0 when unnamed).
-uint32_t gguf_file_type(GgmlType type, bool q4_k_m = false);
 
 }  // namespace pagoda

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "io/quant_preset.h"
 #include "io/quantize.h"
 #include "util/rng.h"
 
@@ -46,13 +47,8 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   if (!llama && o.kv_heads != o.heads) return make_error("--kv-heads must equal --heads for " + arch);
   if (arch == "gptneox" && (o.dim / o.heads) % 8 != 0)
     return make_error("the head size (--dim / --heads) must be a multiple of 8 for gptneox (a quarter is rotated)");
-  const bool float_type = o.dtype == GgmlType::F32 || o.dtype == GgmlType::F16 || o.dtype == GgmlType::BF16;
-  if (!float_type && !can_quantize(o.dtype))
-    return make_error(std::string("pagoda synth cannot write ") + ggml_type_traits(o.dtype).name + " tensors");
-  const uint32_t block = ggml_type_traits(o.dtype).block_elems;
-  if (o.dim % block != 0 || o.ffn % block != 0)
-    return make_error("--dim and --ffn must be multiples of " + std::to_string(block) + " for " +
-                      ggml_type_traits(o.dtype).name);
+  const auto preset = find_quant_preset(o.dtype);
+  if (!preset) return make_error("--dtype '" + o.dtype + "' is not one of " + quant_preset_names());
 
   auto tokens = vocab.get_array("tokenizer.ggml.tokens", GgufValueType::STRING);
   if (!tokens.ok()) return make_error(vocab.source_name() + ": " + tokens.error().message);
@@ -64,8 +60,8 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   GgufWriter w;
   w.set_string("general.architecture", arch);
   w.set_string("general.name", "pagoda-synth");
-  if (o.q4_k_m && o.dtype != GgmlType::Q4_K) return make_error("the Q4_K_M mix needs dtype Q4_K");
-  w.set_uint32("general.file_type", gguf_file_type(o.dtype, o.q4_k_m));
+  w.set_uint32("general.file_type", preset->file_type);
+  if (is_quantized_preset(*preset)) w.set_uint32("general.quantization_version", 2);
   w.set_uint32(arch + ".context_length", static_cast<uint32_t>(o.context));
   w.set_uint32(arch + ".embedding_length", static_cast<uint32_t>(o.dim));
   w.set_uint32(arch + ".block_count", static_cast<uint32_t>(o.layers));
@@ -89,20 +85,16 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
 
   Rng rng(o.seed);
   const auto u64 = [](int64_t v) { return static_cast<uint64_t>(v); };
-  // llama.cpp's use_more_bits(layer, layers) of its Q4_K_M rule.
-  auto more_bits = [&](int64_t i) {
-    const int64_t n = o.layers;
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-  };
-  auto type_of = [&](const std::string& name, int64_t layer) {
-    if (!o.q4_k_m) return o.dtype;
-    if (name == "output.weight") return GgmlType::Q6_K;
-    const bool widened = name.find("attn_v") != std::string::npos || name.find("ffn_down") != std::string::npos;
-    return widened && more_bits(layer) ? GgmlType::Q6_K : GgmlType::Q4_K;
-  };
-  int64_t layer = -1;  // the layer of the matrices being added
+  QuantModelShape shape;
+  shape.arch = arch;
+  shape.n_layer = o.layers;
+  shape.n_head = o.heads;
+  shape.n_head_kv = o.kv_heads;
+  // Each matrix's type: the preset's rule for quantizable tensors, F32 for the others (position_embd).
   auto add_matrix = [&](const std::string& name, int64_t cols, int64_t rows, float stddev) {
-    const GgmlType t = type_of(name, layer);
+    const GgmlType t = is_quantized_preset(*preset) && !is_quantizable_tensor(name, 2)
+                           ? GgmlType::F32
+                           : quant_tensor_type(*preset, shape, name, u64(cols));
     w.add_tensor(name, t, {u64(cols), u64(rows)}, encode(random_values(rng, cols * rows, stddev), t));
   };
   auto add_norm = [&](const std::string& name) {
@@ -121,7 +113,6 @@ Result<GgufWriter> synthesize_model(const SynthOptions& o, const GgufFile& vocab
   if (!llama) add_zeros("output_norm.bias", o.dim);
   add_matrix("output.weight", o.dim, n_vocab, in_std);
   for (int64_t i = 0; i < o.layers; ++i) {
-    layer = i;
     const std::string p = "blk." + std::to_string(i) + ".";
     add_norm(p + "attn_norm.weight");
     add_norm(p + "ffn_norm.weight");

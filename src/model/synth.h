@@ -20,10 +20,9 @@ struct SynthOptions {
   int64_t kv_heads = 0;
   int64_t ffn = 0;
   int64_t context = 2048;
-  GgmlType dtype = GgmlType::F16;  // type of the 2-D weight matrices; norms are always F32
-  // llama-quantize's Q4_K_M mix instead of one type (dtype must be Q4_K): output.weight Q6_K, and attn_v and
-  // ffn_down Q6_K in the layers where llama.cpp spends more bits (the first and last eighth, every third between).
-  bool q4_k_m = false;
+  // A llama-quantize preset (io/quant_preset.h: f32, f16, bf16, q8_0, q4_k_m, iq4_xs, ...) choosing each matrix's
+  // type as llama-quantize would for a model of these shapes; norms are always F32.
+  std::string dtype = "f16";
   uint64_t seed = 0;
 };
 

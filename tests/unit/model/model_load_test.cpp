@@ -29,7 +29,7 @@ SynthOptions tiny(GgmlType dtype) {
   o.kv_heads = 2;
   o.ffn = 96;
   o.context = 64;
-  o.dtype = dtype;
+  o.dtype = ggml_type_traits(dtype).name;
   o.seed = 5;
   return o;
 }
