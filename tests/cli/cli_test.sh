@@ -94,24 +94,37 @@ expect_error "unknown flag" "--bogus" -- run "$model" -p hi --bogus
 expect_error "missing prompt" "prompt" -- run "$model"
 expect_error "no subcommand" "subcommand" --
 expect_error "bad dtype" "dtype 'q3' is not one of" -- synth --dim 64 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q3 -o "$tmp/x.gguf"
-# Quantized synthetic models: every type synth writes loads and generates (dim and ffn multiples of 256).
-for dtype in q4_0 q4_1 q5_0 q5_1 q4_k q6_k q4_k_m; do
+# Quantized synthetic models: every preset synth writes loads and generates (dim and ffn multiples of 256).
+for dtype in q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs q3_k q4_k q5_k; do
   timeout 120 "$pagoda" synth --arch llama --dim 256 --layers 1 --heads 4 --ffn 256 \
     --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype "$dtype" -o "$tmp/synth-$dtype.gguf" 2>/dev/null &&
     timeout 60 "$pagoda" run "$tmp/synth-$dtype.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 &&
     ok || bad "synth --dtype $dtype, then run"
 done
-# The Q4_K_M mix picks the tensor types llama-quantize picked for ../shared/models/quant/synth-q-Q4_K_M.gguf (2 layers).
-timeout 120 "$pagoda" synth --arch llama --dim 256 --layers 2 --heads 4 --ffn 512 \
-  --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q4_k_m -o "$tmp/mix.gguf" 2>/dev/null
+# Each preset picks the tensor types llama-quantize picked for ../shared/models/quant/synth-q-<PRESET>.gguf (the same
+# shapes: hidden 256, 2 layers, 8 heads / 4 KV heads, FFN 512), and the same general.file_type.
 types_of() { "$pagoda" inspect "$1" 2>/dev/null | awk '$1 ~ /weight$/ && $1 !~ /norm/ {print $1, $2}' | sort; }
-if [ -n "$(types_of "$tmp/mix.gguf")" ] && [ "$(types_of "$tmp/mix.gguf")" = "$(types_of "$shared/models/quant/synth-q-Q4_K_M.gguf")" ]; then
-  ok
-else
-  bad "q4_k_m mix differs from llama-quantize's: $(diff <(types_of "$tmp/mix.gguf") <(types_of "$shared/models/quant/synth-q-Q4_K_M.gguf") | tr '\n' ' ')"
-fi
-expect_error "synth K-quant shape" "multiples of 256 for Q4_K" -- synth --dim 64 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype q4_k -o "$tmp/x.gguf"
-expect_error "synth unwritable type" "dtype 'iq4_xs' is not one of" -- synth --dim 256 --layers 1 --heads 4 --ffn 256 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype iq4_xs -o "$tmp/x.gguf"
+file_type_of() { "$pagoda" inspect "$1" 2>/dev/null | grep -o 'general.file_type[^0-9]*[0-9]*' | head -1; }
+for ref in "$shared"/models/quant/synth-q-*.gguf; do
+  preset=$(basename "$ref" .gguf); preset=${preset#synth-q-}
+  timeout 120 "$pagoda" synth --arch llama --dim 256 --layers 2 --heads 8 --kv-heads 4 --ffn 512 \
+    --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype "$preset" -o "$tmp/mix.gguf" 2>/dev/null
+  if [ -n "$(types_of "$tmp/mix.gguf")" ] && [ "$(types_of "$tmp/mix.gguf")" = "$(types_of "$ref")" ] &&
+     [ -n "$(file_type_of "$tmp/mix.gguf")" ] && [ "$(file_type_of "$tmp/mix.gguf")" = "$(file_type_of "$ref")" ]; then
+    ok
+  else
+    bad "$preset mix differs from llama-quantize's: $(diff <(types_of "$tmp/mix.gguf") <(types_of "$ref") | tr '\n' ' ') $(file_type_of "$tmp/mix.gguf") vs $(file_type_of "$ref")"
+  fi
+done
+# Rows no K-quant block tiles fall back as llama-quantize's do (Q4_K -> Q5_0; output Q6_K -> Q8_0; ffn_down rows of
+# 80 -> F16), and the model still runs.
+timeout 120 "$pagoda" synth --dim 64 --layers 1 --heads 4 --ffn 80 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" \
+  --dtype q4_k_m -o "$tmp/fallback.gguf" 2>/dev/null &&
+  [ "$(types_of "$tmp/fallback.gguf" | grep -E '^(blk.0.attn_q|blk.0.ffn_down|output).weight' | tr '\n' ' ')" = \
+    "blk.0.attn_q.weight Q5_0 blk.0.ffn_down.weight F16 output.weight Q8_0 " ] &&
+  timeout 60 "$pagoda" run "$tmp/fallback.gguf" -p "Hello" -n 4 --temp 0 --format json >/dev/null 2>&1 &&
+  ok || bad "synth fallback types: $(types_of "$tmp/fallback.gguf" | tr '\n' ' ')"
+expect_error "synth unwritable type" "dtype 'iq2_xxs' is not one of .*q4_k_m.*iq4_xs" -- synth --dim 256 --layers 1 --heads 4 --ffn 256 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" --dtype iq2_xxs -o "$tmp/x.gguf"
 expect_error "bad synth shape" "multiple of --heads" -- synth --dim 65 --layers 1 --heads 4 --ffn 64 --vocab-from "$shared/vocab/ggml-vocab-llama-spm.gguf" -o "$tmp/x.gguf"
 expect_error "bench context" "exceeds the model's context" -- bench "$model" -p 100000 -n 1
 expect_error "vocab-only model" "tensor 'token_embd.weight' is missing" -- run "$shared/vocab/ggml-vocab-llama-spm.gguf" -p hi
@@ -257,7 +270,11 @@ h=$(timeout 60 "$pagoda" run "$arch/gptneox.gguf" -p "Once upon a time" -n 12 --
 timeout 60 "$pagoda" convert "$arch/llama-hf" -o "$tmp/llama-q8.gguf" --dtype q8_0 2>/dev/null &&
   timeout 60 "$pagoda" run "$tmp/llama-q8.gguf" -p hi -n 4 --temp 0 >/dev/null 2>&1 && ok || bad "convert q8_0"
 expect_error "convert a file" "is not a folder" -- convert "$arch/llama.gguf" -o "$tmp/x.gguf"
-expect_error "convert bad dtype" "dtype 'q3_k' is not one of" -- convert "$arch/llama-hf" -o "$tmp/x.gguf" --dtype q3_k
+expect_error "convert bad dtype" "dtype 'q3' is not one of" -- convert "$arch/llama-hf" -o "$tmp/x.gguf" --dtype q3
+for dtype in q4_k_m iq4_xs q2_k; do
+  timeout 60 "$pagoda" convert "$arch/llama-hf" -o "$tmp/llama-$dtype.gguf" --dtype $dtype 2>/dev/null &&
+    timeout 60 "$pagoda" run "$tmp/llama-$dtype.gguf" -p hi -n 4 --temp 0 >/dev/null 2>&1 && ok || bad "convert $dtype"
+done
 "$pagoda" serve "$arch/qwen2-hf" --port 0 --kv-cache-mem 16MiB 2>"$tmp/hfserve" &
 hfserve=$!
 for _ in $(seq 100); do grep -q "serving '" "$tmp/hfserve" && break; sleep 0.05; done
