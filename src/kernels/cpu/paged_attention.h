@@ -16,9 +16,11 @@
 // Two implementations: a reference (gathers each sequence's K/V into a contiguous buffer, plain softmax) and the
 // fused kernel (reads K/V in place through the block table, online softmax). The fused kernel's arithmetic is
 // independent of the block size and of whatever else is in the batch: keys are visited in logical order, in
-// tiles of kKeyTile logical positions (not physical blocks) counted from kv_begin, so its results are bitwise
-// reproducible across block sizes, batch compositions and thread counts, and a query with kv_begin = b gives the
-// bits of the same query over a sequence holding only keys b.. .
+// tiles of kKeyTile logical positions (not physical blocks) counted from kv_begin, grouped into segments of
+// kKeySegment positions whose softmax states are folded left to right (the one reduction order, followed by every
+// grouping of the work: grouped-query jobs, cascades over shared prefix blocks, split-KV decode), so its results
+// are bitwise reproducible across block sizes, batch compositions, thread counts and splits, and a query with
+// kv_begin = b gives the bits of the same query over a sequence holding only keys b.. .
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,11 @@
 #include "util/thread_pool.h"
 
 namespace pagoda {
+
+// Split-KV decode (the segments of a long sequence's keys run as jobs of their own, then fold): chosen by the
+// kernel when a job would hold more than half a thread's share of the step (kAuto), or forced either way. The
+// results are the same bits in every case; only the work's spread over threads differs.
+enum class SplitKv { kAuto, kNever, kAlways };
 
 struct PagedAttentionArgs {
   const float* q = nullptr;               // [num_tokens, n_heads, head_dim]
@@ -46,10 +53,13 @@ struct PagedAttentionArgs {
   float scale = 1.0f;
   KvDtype kv_dtype = KvDtype::kF32;  // every stored value converts to f32 exactly: the kernels' arithmetic is the
                                      // same for every type (q8_0 needs head_dim % 32 == 0)
+  SplitKv split_kv = SplitKv::kAuto;
 };
 
 // Logical key positions per online-softmax tile of the fused kernel.
 constexpr int32_t kKeyTile = 32;
+// Logical key positions per segment: the unit whose softmax states are folded, and of split-KV decode's jobs.
+constexpr int32_t kKeySegment = 256;
 
 void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool);
 // The fused kernel in the process's kernel set (cpu_features.h: PAGODA_ISA, or the widest this CPU runs: AVX-512,

@@ -10,8 +10,13 @@
 // reduce_sum tree: u[i] = l[i] + l[i+8] (i < 8); v[i] = u[i] + u[i+4] (i < 4); w[i] = v[i] + v[i+2] (i < 2);
 // sum = w[0] + w[1].
 //
-// Per (query token, head) job: keys in logical order, in tiles of kKeyTile positions (never physical blocks), so
-// the result does not depend on the block size, the batch or the thread count.
+// The reduction order, defined once (docs/kernels.md, "Attention reduction order"): a query's keys, counted from
+// its first key, fall into segments of kKeySegment logical positions (never physical blocks); each segment is an
+// online softmax over its tiles of kKeyTile keys, in logical order, started afresh; the segments' partial states
+// (max, sum, weighted values) are folded left to right by fold_partial, and the result is the folded values over
+// the folded sum. Whether one thread runs the segments one after the other or split-KV decode runs them on several
+// threads and folds their saved states afterwards, every operation is the same, so the result does not depend on
+// the block size, the batch, the thread count or the split.
 #pragma once
 
 #include <algorithm>
@@ -37,7 +42,19 @@ struct Job {
   int32_t head_count = 1;  // fused kernel: heads head .. head + head_count - 1, all of one KV head
   int32_t cascade_begin = 0, cascade_count = 0;  // fused kernel: a cascade's members (see run_job)
   int32_t shared_end = 0;                        // keys [0, shared_end) shared by the cascade's members
+  int32_t segment = -1;  // split-KV: >= 0 runs only this segment of the keys and saves its heads' states
+  int64_t scratch = 0;   // split-KV: the first of those saved states ([head of the group]) in the scratch buffer
 };
+
+// Split-KV decode: one (token, head group) whose segments ran as separate jobs; their states lie in the scratch
+// buffer from `first` on as [segment][head of the group], to be folded in order.
+struct SplitUnit {
+  int32_t token, head, head_count, segments;
+  int64_t first;
+};
+
+// Segments of keys a job attends to.
+inline int32_t segments_of(const Job& j) { return (j.n_keys - j.key_begin + kKeySegment - 1) / kKeySegment; }
 
 inline void collect_jobs(const PagedAttentionArgs& a, std::vector<Job>& jobs) {
   jobs.clear();
@@ -98,13 +115,51 @@ inline typename Isa::V exp_approx(typename Isa::V x) {
   return Isa::mul(y, Isa::pow2i(n));
 }
 
-// One query head's running state: its query, accumulators, running max and sum (online softmax).
+// The softmax state of some keys: the largest score, the sum of e^(score - max) and the values weighted by it.
+template <class Isa>
+struct Partial {
+  typename Isa::V acc[kMaxHeadVecs];
+  float max, sum;
+};
+
+// One query head's running state: its query, the state of the segment being run (`cur`, an online softmax over
+// `cur_keys` keys so far) and the fold of the segments before it (`merged`, once `has_merged`).
 template <class Isa>
 struct HeadState {
-  typename Isa::V q[kMaxHeadVecs], acc[kMaxHeadVecs];
-  float running_max, running_sum;
+  typename Isa::V q[kMaxHeadVecs];
+  Partial<Isa> cur, merged;
+  int32_t cur_keys;
+  bool has_merged;
   int32_t token, head;
 };
+
+// Folds the next segment's state `p` into `m` (the segments before it): both rescaled to the larger maximum. Every
+// split and unsplit run folds the same states in the same order through this one function.
+template <class Isa>
+inline void fold_partial(Partial<Isa>& m, bool& has_merged, const Partial<Isa>& p, int nv) {
+  if (!has_merged) {
+    m.max = p.max;
+    m.sum = p.sum;
+    for (int j = 0; j < nv; ++j) m.acc[j] = p.acc[j];
+    has_merged = true;
+    return;
+  }
+  const float new_max = std::max(m.max, p.max);
+  alignas(64) float cm[16], cp[16];
+  Isa::store(cm, exp_approx<Isa>(Isa::set1(m.max - new_max)));
+  Isa::store(cp, exp_approx<Isa>(Isa::set1(p.max - new_max)));
+  m.sum = m.sum * cm[0] + p.sum * cp[0];
+  const typename Isa::V vm = Isa::set1(cm[0]), vp = Isa::set1(cp[0]);
+  for (int j = 0; j < nv; ++j) m.acc[j] = Isa::fma(p.acc[j], vp, Isa::mul(m.acc[j], vm));
+  m.max = new_max;
+}
+
+template <class Isa>
+inline void reset_partial(Partial<Isa>& p, int nv) {
+  for (int j = 0; j < nv; ++j) p.acc[j] = Isa::zero();
+  p.max = -INFINITY;
+  p.sum = 0.0f;
+}
 
 // The K/V row addresses of `n` consecutive logical keys of one sequence, walking its block table from
 // (block_index, offset), which it advances.
@@ -135,19 +190,17 @@ void init_state(const PagedAttentionArgs& a, int32_t token, int32_t head, HeadSt
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
   const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
   const float* q = a.q + (static_cast<int64_t>(token) * a.n_heads + head) * D;
-  for (int j = 0; j < nv; ++j) {
-    st.q[j] = Isa::load(q + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j)));
-    st.acc[j] = Isa::zero();
-  }
-  st.running_max = -INFINITY;
-  st.running_sum = 0.0f;
+  for (int j = 0; j < nv; ++j) st.q[j] = Isa::load(q + 16 * j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j)));
+  reset_partial<Isa>(st.cur, nv);
+  st.cur_keys = 0;
+  st.has_merged = false;
   st.token = token;
   st.head = head;
 }
 
-// One tile of keys for one head: scores, the online-softmax rescale, the weighted values. This sequence of
-// operations, tile after tile in logical order from the first key attended to, is the kernel's definition: however
-// jobs group heads or sequences, each head runs exactly it.
+// One tile of keys for one head: scores, the online-softmax rescale, the weighted values, into the current segment's
+// state. This sequence of operations, tile after tile of a segment in logical order, is the kernel's definition:
+// however jobs group heads, sequences or segments, each head runs exactly it.
 template <class Isa, int kVecs, KvDtype kT>
 void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>& st) {
   using V = typename Isa::V;
@@ -158,7 +211,8 @@ void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>
   alignas(64) float weights[kKeyTile];
   const int32_t n = rows.n;
   V qv[kMaxHeadVecs], acc[kMaxHeadVecs];
-  for (int j = 0; j < nv; ++j) qv[j] = st.q[j], acc[j] = st.acc[j];
+  Partial<Isa>& cur = st.cur;
+  for (int j = 0; j < nv; ++j) qv[j] = st.q[j], acc[j] = cur.acc[j];
   // Scores of this tile of keys, read in place through the block table.
   for (int32_t i = 0; i < n; ++i) {
     const uint8_t* k = rows.k[i];
@@ -171,16 +225,16 @@ void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>
   const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
   const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
   // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
-  const float new_max = std::max(st.running_max, tile_max);
+  const float new_max = std::max(cur.max, tile_max);
   float correction_lanes[16];
-  Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(st.running_max - new_max)));
-  const float correction = st.running_max == -INFINITY ? 0.0f : correction_lanes[0];
+  Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(cur.max - new_max)));
+  const float correction = cur.max == -INFINITY ? 0.0f : correction_lanes[0];
   const V m = Isa::set1(new_max);
   Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
   Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
   for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
   const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
-  st.running_sum = st.running_sum * correction + tile_sum;
+  cur.sum = cur.sum * correction + tile_sum;
   const V c = Isa::set1(correction);
   for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
   for (int32_t i = 0; i < n; ++i) {
@@ -189,34 +243,56 @@ void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>
     for (int j = 0; j < nv; ++j)
       acc[j] = Isa::fma(w, load_kv<Isa, kT>(v, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), acc[j]);
   }
-  st.running_max = new_max;
-  for (int j = 0; j < nv; ++j) st.acc[j] = acc[j];
+  cur.max = new_max;
+  for (int j = 0; j < nv; ++j) cur.acc[j] = acc[j];
+  st.cur_keys += n;
 }
 
+// Ends the current segment: its state folded into the segments before it, and a fresh one started.
+template <class Isa>
+inline void close_segment(HeadState<Isa>& st, int nv) {
+  if (st.cur_keys == 0) return;
+  fold_partial<Isa>(st.merged, st.has_merged, st.cur, nv);
+  reset_partial<Isa>(st.cur, nv);
+  st.cur_keys = 0;
+}
+
+// The output of a query head from the fold of all its segments: values over sum.
 template <class Isa, int kVecs>
-void finish_state(const PagedAttentionArgs& a, const HeadState<Isa>& st) {
+void write_output(const PagedAttentionArgs& a, int32_t token, int32_t head, const Partial<Isa>& m) {
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
   const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
-  float* out = a.out + (static_cast<int64_t>(st.token) * a.n_heads + st.head) * D;
-  const typename Isa::V inv = Isa::set1(1.0f / st.running_sum);
+  float* out = a.out + (static_cast<int64_t>(token) * a.n_heads + head) * D;
+  const typename Isa::V inv = Isa::set1(1.0f / m.sum);
   alignas(64) float lanes[16];
   for (int j = 0; j < nv; ++j) {
     const int cnt = (kVecs > 0 ? 16 : std::min(16, D - 16 * j));
-    Isa::store(lanes, Isa::mul(st.acc[j], inv));
+    Isa::store(lanes, Isa::mul(m.acc[j], inv));
     std::copy(lanes, lanes + cnt, out + 16 * j);
   }
 }
 
-// The tiles of keys [from, job.n_keys) of one sequence for the heads in `states` (all of one KV head).
+template <class Isa, int kVecs>
+void finish_state(const PagedAttentionArgs& a, HeadState<Isa>& st) {
+  const int nv = kVecs > 0 ? kVecs : (a.head_dim + 15) / 16;
+  close_segment<Isa>(st, nv);
+  write_output<Isa, kVecs>(a, st.token, st.head, st.merged);
+}
+
+// The tiles of keys [from, n_keys) of one sequence for the heads in `states` (all of one KV head), whose keys
+// start at key_begin (segments count from there; `from - key_begin` is a multiple of kKeyTile).
 template <class Isa, int kVecs, KvDtype kT>
-void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t from, int32_t n_keys,
-               HeadState<Isa>* states, int count) {
+void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t key_begin, int32_t from,
+               int32_t n_keys, HeadState<Isa>* states, int count) {
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
+  const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
   const int64_t hb = kv_bytes(kT, D);
   const int32_t* table = a.block_table + static_cast<int64_t>(seq) * a.max_blocks;
   int32_t block_index = from / a.block_size, offset = from % a.block_size;
   TileRows rows;
   for (int32_t t0 = from; t0 < n_keys; t0 += kKeyTile) {
+    if ((t0 - key_begin) % kKeySegment == 0)
+      for (int g = 0; g < count; ++g) close_segment<Isa>(states[g], nv);
     locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0), block_index, offset, rows);
     for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, rows, states[g]);
   }
@@ -231,14 +307,33 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t fr
 // blocks (a shared prefix): those tiles are read once for every sequence's heads, then each sequence finishes its
 // own keys. Every head runs exactly tile_step's operations in the same order as alone, so neither grouping changes a
 // bit; they only stop the same K/V from being streamed once per query head and once per sequence.
+//
+// With job.segment >= 0 it is one segment of a split (token, head group): its heads' segment states are saved to
+// `scratch` (floats, `stride` per state: the values, then max and sum) for fold_split to fold.
 template <class Isa, int kVecs, KvDtype kT>
-void run_job(const PagedAttentionArgs& a, const Job& job, const std::vector<Job>& members) {
+void run_job(const PagedAttentionArgs& a, const Job& job, const std::vector<Job>& members, float* scratch,
+             int64_t stride) {
   const int32_t kvh = job.head / (a.n_heads / a.n_kv_heads);
   const int G = job.head_count;
+  const int nv = kVecs > 0 ? kVecs : (a.head_dim + 15) / 16;
+  if (job.segment >= 0) {
+    HeadState<Isa> states[kMaxGroup];
+    for (int g = 0; g < G; ++g) init_state<Isa, kVecs>(a, job.token, job.head + g, states[g]);
+    const int32_t from = job.key_begin + job.segment * kKeySegment;
+    run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, from, std::min(job.n_keys, from + kKeySegment), states,
+                              G);
+    for (int g = 0; g < G; ++g) {
+      float* p = scratch + (job.scratch + g) * stride;
+      for (int j = 0; j < nv; ++j) Isa::store(p + 16 * j, states[g].cur.acc[j]);
+      p[16 * nv] = states[g].cur.max;
+      p[16 * nv + 1] = states[g].cur.sum;
+    }
+    return;
+  }
   if (job.cascade_count == 0) {
     HeadState<Isa> states[kMaxGroup];
     for (int g = 0; g < G; ++g) init_state<Isa, kVecs>(a, job.token, job.head + g, states[g]);
-    run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, job.n_keys, states, G);
+    run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, job.key_begin, job.n_keys, states, G);
     for (int g = 0; g < G; ++g) finish_state<Isa, kVecs>(a, states[g]);
     return;
   }
@@ -249,13 +344,30 @@ void run_job(const PagedAttentionArgs& a, const Job& job, const std::vector<Job>
     for (int g = 0; g < G; ++g)
       init_state<Isa, kVecs>(a, members[job.cascade_begin + m].token, job.head + g, states[m * G + g]);
   // The shared tiles, located through the first member's table (the others hold the same blocks there).
-  run_tiles<Isa, kVecs, kT>(a, members[job.cascade_begin].seq, kvh, 0, job.shared_end, states.data(),
+  run_tiles<Isa, kVecs, kT>(a, members[job.cascade_begin].seq, kvh, 0, 0, job.shared_end, states.data(),
                             job.cascade_count * G);
   for (int m = 0; m < job.cascade_count; ++m) {
     const Job& mj = members[job.cascade_begin + m];
-    run_tiles<Isa, kVecs, kT>(a, mj.seq, kvh, job.shared_end, mj.n_keys, &states[m * G], G);
+    run_tiles<Isa, kVecs, kT>(a, mj.seq, kvh, 0, job.shared_end, mj.n_keys, &states[m * G], G);
     for (int g = 0; g < G; ++g) finish_state<Isa, kVecs>(a, states[m * G + g]);
   }
+}
+
+// The output of one head of a split unit: its saved segment states folded in order, exactly as finish_state folds
+// them in an unsplit run.
+template <class Isa, int kVecs>
+void fold_split(const PagedAttentionArgs& a, const SplitUnit& u, int g, const float* scratch, int64_t stride) {
+  const int nv = kVecs > 0 ? kVecs : (a.head_dim + 15) / 16;
+  Partial<Isa> merged, part;
+  bool has_merged = false;
+  for (int32_t s = 0; s < u.segments; ++s) {
+    const float* p = scratch + (u.first + static_cast<int64_t>(s) * u.head_count + g) * stride;
+    for (int j = 0; j < nv; ++j) part.acc[j] = Isa::load(p + 16 * j, 16);
+    part.max = p[16 * nv];
+    part.sum = p[16 * nv + 1];
+    fold_partial<Isa>(merged, has_merged, part, nv);
+  }
+  write_output<Isa, kVecs>(a, u.token, u.head + g, merged);
 }
 
 // Decode sequences (one query token, keys from 0) that share their first blocks (the same physical block ids, as
@@ -320,9 +432,17 @@ inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std
                                std::vector<Job>& members) {
   const int32_t group = a.n_heads / a.n_kv_heads;
   const int32_t chunk = std::min<int32_t>(group, kMaxGroup);
-  int64_t tokens = 0;
-  for (int32_t s = 0; s < a.num_seqs; ++s) tokens += a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s];
-  const bool grouped = chunk > 1 && tokens * a.n_heads / chunk >= 2 * num_threads;
+  int64_t tokens = 0, segments = 0;
+  for (int32_t s = 0; s < a.num_seqs; ++s) {
+    const int32_t q_len = a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s];
+    tokens += q_len;
+    if (q_len == 1) segments += (a.seq_lens_kv[s] - (a.kv_begin ? a.kv_begin[s] : 0) + kKeySegment - 1) / kKeySegment;
+    else segments += q_len;
+  }
+  // Heads of a KV head run together when that still leaves two jobs per thread, counting a long decode's segments
+  // (split-KV spreads them over the threads) when splitting is allowed.
+  const int64_t units = (a.split_kv == SplitKv::kNever ? tokens : segments) * a.n_heads / std::max(chunk, 1);
+  const bool grouped = chunk > 1 && units >= 2 * num_threads;
   const int32_t step = grouped ? chunk : 1;
   thread_local std::vector<Cascade> cascades;
   thread_local std::vector<uint8_t> in_cascade;
@@ -348,6 +468,45 @@ inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std
   }
 }
 
+// Split-KV decode: a job of at least two segments whose keys are more than half a thread's fair share of the
+// step's work (a long sequence among few jobs) becomes one job per segment, so one long sequence uses every thread;
+// the units to fold afterwards go to `units`, and the scratch states they need to *scratch_states. Which jobs split
+// depends on the thread count, but the results never do (the split runs the same operations).
+inline void split_long_jobs(const PagedAttentionArgs& a, int num_threads, std::vector<Job>& jobs,
+                            std::vector<SplitUnit>& units, int64_t* scratch_states) {
+  units.clear();
+  *scratch_states = 0;
+  if (a.split_kv == SplitKv::kNever || (a.split_kv == SplitKv::kAuto && num_threads < 2)) return;
+  int64_t work = 0;
+  for (const Job& j : jobs) work += static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
+  const int64_t share = work / (2 * num_threads);
+  bool any = false;
+  for (const Job& j : jobs) {
+    const int64_t w = static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
+    any = any || (j.cascade_count == 0 && segments_of(j) >= 2 && (a.split_kv == SplitKv::kAlways || w > share));
+  }
+  if (!any) return;
+  thread_local std::vector<Job> split;
+  split.clear();
+  for (const Job& j : jobs) {
+    const int32_t segs = j.cascade_count == 0 ? segments_of(j) : 1;
+    const int64_t w = static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
+    if (segs < 2 || (a.split_kv != SplitKv::kAlways && w <= share)) {
+      split.push_back(j);
+      continue;
+    }
+    units.push_back({j.token, j.head, j.head_count, segs, *scratch_states});
+    for (int32_t s = 0; s < segs; ++s) {
+      Job part = j;
+      part.segment = s;
+      part.scratch = *scratch_states + static_cast<int64_t>(s) * j.head_count;
+      split.push_back(part);
+    }
+    *scratch_states += static_cast<int64_t>(segs) * j.head_count;
+  }
+  jobs.swap(split);
+}
+
 // Calls fn(job) for every (token, head) job of the batch, dealt round-robin to the pool's threads: causal rows
 // differ in length, so contiguous ranges would load the threads unevenly.
 template <typename Fn>
@@ -363,20 +522,35 @@ void for_each_job(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
 
 template <class Isa, KvDtype kT>
 void paged_attention_typed(const PagedAttentionArgs& a, ThreadPool& pool) {
-  auto run_all = [&](auto job_fn) {
+  auto run_all = [&](auto job_fn, auto fold_fn) {
     thread_local std::vector<Job> jobs, members;
-    collect_group_jobs(a, pool.num_threads(), jobs, members);
+    thread_local std::vector<SplitUnit> units;
+    thread_local std::vector<float> scratch;  // [saved state][16 * vectors + 2] of split-KV jobs
     const int nt = pool.num_threads();
+    collect_group_jobs(a, nt, jobs, members);
+    int64_t states = 0;
+    split_long_jobs(a, nt, jobs, units, &states);
+    const int64_t stride = 16 * ((a.head_dim + 15) / 16) + 2;
+    if (static_cast<int64_t>(scratch.size()) < states * stride) scratch.resize(states * stride);
     const std::vector<Job>& all = jobs;
     const std::vector<Job>& cascade_members = members;
+    float* saved = scratch.data();
     pool.run([&](int tid) {
-      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j], cascade_members);
+      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j], cascade_members, saved, stride);
+    });
+    if (units.empty()) return;
+    const std::vector<SplitUnit>& split = units;
+    pool.run([&](int tid) {
+      int64_t i = 0;
+      for (const SplitUnit& u : split)
+        for (int g = 0; g < u.head_count; ++g, ++i)
+          if (i % nt == tid) fold_fn(a, u, g, saved, stride);
     });
   };
   switch (a.head_dim) {
-    case 64: return run_all(run_job<Isa, 4, kT>);
-    case 128: return run_all(run_job<Isa, 8, kT>);
-    default: return run_all(run_job<Isa, 0, kT>);
+    case 64: return run_all(run_job<Isa, 4, kT>, fold_split<Isa, 4>);
+    case 128: return run_all(run_job<Isa, 8, kT>, fold_split<Isa, 8>);
+    default: return run_all(run_job<Isa, 0, kT>, fold_split<Isa, 0>);
   }
 }
 
