@@ -20,7 +20,7 @@ struct Field {
   int offset, length, unit;
 };
 struct Layout {
-  Field fields[4];
+  Field fields[5];
   int n_fields;
   int block_bytes;
   int block_elems;
@@ -30,6 +30,7 @@ const Layout* layout(GgmlType type) {
   static const Layout q8_0{{{0, 2, 2}, {2, 32, 4}}, 2, 34, 32};
   static const Layout q4_0{{{0, 2, 2}, {2, 16, 4}}, 2, 18, 32};  // also IQ4_NL: f16 d, then 16 bytes of nibbles
   static const Layout q4_k{{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}, 4, 144, 256};
+  static const Layout q5_k{{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 32, 4}, {48, 128, 4}}, 5, 176, 256};
   // Q6_K: d, scales, ql, qh (its file order is ql, qh, scales, d).
   static const Layout q6_k{{{208, 2, 2}, {192, 16, 1}, {0, 128, 4}, {128, 64, 4}}, 4, 210, 256};
   switch (type) {
@@ -37,6 +38,7 @@ const Layout* layout(GgmlType type) {
     case GgmlType::Q4_0:
     case GgmlType::IQ4_NL: return &q4_0;
     case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;
     default: return nullptr;
   }
@@ -112,6 +114,7 @@ PackedKernels packed_kernels_portable(GgmlType type) {
     case GgmlType::Q4_0: return {tile_portable<GgmlType::Q4_0>, 64};
     case GgmlType::IQ4_NL: return {tile_portable<GgmlType::IQ4_NL>, 64};
     case GgmlType::Q4_K: return {tile_portable<GgmlType::Q4_K>, 64};
+    case GgmlType::Q5_K: return {tile_portable<GgmlType::Q5_K>, 64};
     case GgmlType::Q6_K: return {tile_portable<GgmlType::Q6_K>, 64};
     default: return {};
   }

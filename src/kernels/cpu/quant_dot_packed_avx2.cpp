@@ -102,16 +102,17 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
   }
 }
 
-// Q4_K against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_q4_k). Per sub-block and token,
-// 8 maddubs of nibbles and broadcast activations sum in int16 (at most 8 * 2 * 15 * 127 < 32767), and one madd with
-// (sc, sc) pairs gives sc * sum exactly; the mins' sum is 4 madd of (m_2i, m_2i+1) pairs. Then k_with_min's
+// Q4_K (and Q5_K) against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_q45_k). Per
+// sub-block and token, maddubs of levels and broadcast activations sum in int16: Q4_K's 8 at once (at most
+// 8 * 2 * 15 * 128 < 32767), Q5_K's in two runs of 4 (levels up to 31: 4 * 2 * 31 * 128 < 32767); one madd with
+// (sc, sc) pairs per run gives sc * sum exactly; the mins' sum is 4 madd of (m_2i, m_2i+1) pairs. Then k_with_min's
 // operations in every lane.
-template <int kTokens>
-void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
-               int n_rows) {
-  constexpr size_t kRecord = kPackRows * sizeof(BlockQ4_K);
+template <bool kFiveBits, int kTokens>
+void tile_q45_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                int n_rows) {
+  constexpr size_t kRecord = kPackRows * (kFiveBits ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   const int64_t nb = K / kQK_K;
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
   for (int half = 0; half < 2 && 8 * half < n_rows; ++half) {
     __m256 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
@@ -121,7 +122,8 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
       const BlockQ8_K* x[kTokens];
       for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
       const Q4_KScales scales(rec + 64);
-      const uint8_t* qs = rec + 256 + 32 * half;
+      const uint8_t* qh = rec + 256 + 32 * half;
+      const uint8_t* qs = rec + 256 + (kFiveBits ? 512 : 0) + 32 * half;
       __m256i sumi[kTokens];
       for (int t = 0; t < kTokens; ++t) sumi[t] = _mm256_setzero_si256();
       for (int j = 0; j < 8; ++j) {
@@ -129,13 +131,27 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
         for (int k = 0; k < 8; ++k) {
           const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * (8 * (j / 2) + k)));
           lv[k] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(bytes, 4) : bytes, m4);
+          if constexpr (kFiveBits) {  // bit j of each qh byte to bit 4 (the shift stays inside each byte)
+            const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 64 * k));
+            const __m256i at4 = j < 4 ? _mm256_slli_epi16(h, 4 - j) : _mm256_srli_epi16(h, j - 4);
+            lv[k] = _mm256_or_si256(lv[k], _mm256_and_si256(at4, bit4));
+          }
         }
         const __m256i sc = _mm256_cvtepu8_epi16(scales.scale_pairs(j, half));
         for (int t = 0; t < kTokens; ++t) {
           const int8_t* q = x[t]->qs + 32 * j;
-          __m256i s16 = _mm256_maddubs_epi16(lv[0], broadcast4(q));
-          for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[k], broadcast4(q + 4 * k)));
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16, sc));
+          if constexpr (kFiveBits) {
+            for (int run = 0; run < 2; ++run) {
+              __m256i s16 = _mm256_maddubs_epi16(lv[4 * run], broadcast4(q + 16 * run));
+              for (int k = 1; k < 4; ++k)
+                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[4 * run + k], broadcast4(q + 16 * run + 4 * k)));
+              sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16, sc));
+            }
+          } else {
+            __m256i s16 = _mm256_maddubs_epi16(lv[0], broadcast4(q));
+            for (int k = 1; k < 8; ++k) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[k], broadcast4(q + 4 * k)));
+            sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16, sc));
+          }
         }
       }
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * half)));
@@ -242,7 +258,13 @@ struct Tile32 {
 template <int kTokens>
 struct TileQ4_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
-    tile_q4_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
+    tile_q45_k<false, kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
+template <int kTokens>
+struct TileQ5_K {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_q45_k<true, kTokens>(g, x0, xs, K, y, ys, n_rows);
   }
 };
 template <int kTokens>
@@ -260,6 +282,7 @@ PackedKernels packed_kernels_avx2(GgmlType type) {
     case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Half>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_NL: return {tile_any<Tile32<SignedHalf<1>>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q6_K: return {tile_any<TileQ6_K, kMaxTokens>, kMaxTokens};
     default: return {};
   }

@@ -74,18 +74,19 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
 }
 
-// Q4_K against Q8_K. Record (quant_dot_packed.cpp): d[16], dmin[16] (f16), scales[12][16] (the 12 packed scale
-// bytes, byte k of every row together), then qs[32][16][4]: 4-byte group g of the 128 nibble bytes of every row.
-// Sub-block j (32 elements) is nibble j % 2 of groups 8 (j / 2) .. 8 (j / 2) + 7. Per sub-block and token, 8 dpbusd
-// give each row's exact sum of q x, times its 6-bit scale (vpmulld), summed over the sub-blocks: sumi; the mins'
-// sum m_j * (bsum_2j + bsum_2j+1) is 4 dpwssd of (m_2i, m_2i+1) int16 pairs. Then k_with_min's operations in
-// every lane.
-template <int kTokens>
-void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
-               int n_rows) {
-  constexpr size_t kRecord = kPackRows * sizeof(BlockQ4_K);
+// Q4_K (and Q5_K) against Q8_K. Record (quant_dot_packed.cpp): d[16], dmin[16] (f16), scales[12][16] (the 12
+// packed scale bytes, byte k of every row together), Q5_K's qh[8][16][4] (4-byte group k of the 32 fifth-bit bytes
+// of every row), then qs[32][16][4]: 4-byte group g of the 128 nibble bytes of every row. Sub-block j (32 elements)
+// is nibble j % 2 of groups 8 (j / 2) .. 8 (j / 2) + 7, and Q5_K's bit j of qh group k adds 16 to the levels of
+// qs group 8 (j / 2) + k. Per sub-block and token, 8 dpbusd give each row's exact sum of q x, times its 6-bit scale
+// (vpmulld), summed over the sub-blocks: sumi; the mins' sum m_j * (bsum_2j + bsum_2j+1) is 4 dpwssd of
+// (m_2i, m_2i+1) int16 pairs. Then k_with_min's operations in every lane.
+template <bool kFiveBits, int kTokens>
+void tile_q45_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                int n_rows) {
+  constexpr size_t kRecord = kPackRows * (kFiveBits ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   const int64_t nb = K / kQK_K;
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
   __m512 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -94,7 +95,8 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
     const BlockQ8_K* x[kTokens];
     for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
     const Q4_KScales scales(rec + 64);
-    const uint8_t* qs = rec + 256;
+    const uint8_t* qh = rec + 256;
+    const uint8_t* qs = rec + 256 + (kFiveBits ? 512 : 0);
     __m512i sumi[kTokens];
     for (int t = 0; t < kTokens; ++t) sumi[t] = _mm512_setzero_si512();
     for (int j = 0; j < 8; ++j) {
@@ -102,6 +104,11 @@ void tile_q4_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
       for (int k = 0; k < 8; ++k) {
         const __m512i bytes = _mm512_loadu_si512(qs + 64 * (8 * (j / 2) + k));
         lv[k] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(bytes, 4) : bytes, m4);
+        if constexpr (kFiveBits) {  // bit j of each qh byte to bit 4 (the shift stays inside each byte)
+          const __m512i h = _mm512_loadu_si512(qh + 64 * k);
+          const __m512i at4 = j < 4 ? _mm512_slli_epi16(h, 4 - j) : _mm512_srli_epi16(h, j - 4);
+          lv[k] = _mm512_or_si512(lv[k], _mm512_and_si512(at4, bit4));
+        }
       }
       const __m512i sc = _mm512_cvtepu8_epi32(scales.sc[j]);
       for (int t = 0; t < kTokens; ++t) {
@@ -205,7 +212,13 @@ struct Tile32 {
 template <int kTokens>
 struct TileQ4_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
-    tile_q4_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
+    tile_q45_k<false, kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
+template <int kTokens>
+struct TileQ5_K {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_q45_k<true, kTokens>(g, x0, xs, K, y, ys, n_rows);
   }
 };
 template <int kTokens>
@@ -223,6 +236,7 @@ PackedKernels packed_kernels_avx512(GgmlType type) {
     case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Levels>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_NL: return {tile_any<Tile32<IQ4_NLLevels>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q6_K: return {tile_any<TileQ6_K, kMaxTokens>, kMaxTokens};
     default: return {};
   }

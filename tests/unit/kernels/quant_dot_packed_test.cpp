@@ -18,7 +18,8 @@
 namespace pagoda {
 namespace {
 
-const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K,
+                                 GgmlType::Q6_K};
 
 size_t row_bytes(GgmlType t, int64_t cols) { return ggml_row_bytes(ggml_type_traits(t), cols); }
 
@@ -28,8 +29,8 @@ std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_
   std::vector<uint8_t> bytes(rows * row_bytes(t, cols));
   Rng rng(seed);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64());
-  // The f16 fields: d (and Q4_K's dmin) lead every block but Q6_K's, whose d ends it.
-  const std::vector<size_t> f16_at = t == GgmlType::Q4_K ? std::vector<size_t>{0, 2}
+  // The f16 fields: d (and Q4_K's / Q5_K's dmin) lead every block but Q6_K's, whose d ends it.
+  const std::vector<size_t> f16_at = t == GgmlType::Q4_K || t == GgmlType::Q5_K ? std::vector<size_t>{0, 2}
                                      : t == GgmlType::Q6_K ? std::vector<size_t>{208}
                                                            : std::vector<size_t>{0};
   for (size_t i = 0; i < bytes.size() / block; ++i)
@@ -67,6 +68,14 @@ size_t documented_offset(GgmlType t, int r, int o) {
     if (o < 16) return 64 + 16 * (o - 4) + r;               // scales[12][16]
     const int j = o - 16;                                   // qs[32][16][4]
     return 256 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (t == GgmlType::Q5_K) {
+    if (o < 2) return 2 * r + o;                            // d[16]
+    if (o < 4) return 32 + 2 * r + (o - 2);                 // dmin[16]
+    if (o < 16) return 64 + 16 * (o - 4) + r;               // scales[12][16]
+    if (o < 48) return 256 + 64 * ((o - 16) / 4) + 4 * r + (o - 16) % 4;  // qh[8][16][4]
+    const int j = o - 48;                                   // qs[32][16][4]
+    return 768 + 64 * (j / 4) + 4 * r + j % 4;
   }
   if (t == GgmlType::Q6_K) {
     if (o >= 208) return 2 * r + (o - 208);                 // d[16]
@@ -194,7 +203,7 @@ TEST_P(PackedDot, MatmulOnPackedRowsIsTheRowMajorMatmulForAnyBatchAndThreads) {
 
 TEST(PackedWeightsTest, OnlyTheBlockExactTypesPack) {
   for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_K, GgmlType::Q2_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q3_K, GgmlType::Q2_K}) {
     EXPECT_FALSE(packs_for_matmul(t));
     std::vector<uint8_t> bytes(row_bytes(t, 256) * 2);
     WeightMatrix w{bytes.data(), t, 256, 2, row_bytes(t, 256)};
