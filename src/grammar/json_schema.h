@@ -9,8 +9,9 @@
 //     schema; absent means false, as in llama.cpp: a free-form key would let the model wander off the schema);
 //   arrays: items (a schema or false), prefixItems, minItems, maxItems;
 //   strings: minLength, maxLength, pattern (see below), format date, time, date-time, uuid, email;
-//   integers and numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum: they bound the sign and the
-//     number of integer digits (a maximum of 150 allows up to 3 digits), not the exact value.
+//   integers and numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum: on integers the exact range
+//     (grammar/integer_range.h); on numbers they bound the sign and the number of integer digits (a maximum of
+//     150 allows up to 3 digits), not the exact value.
 // pattern: a regular-expression subset matched against the whole string (an unanchored pattern is read as if
 // it were anchored): literals, '.', classes [a-z] [^...] with \d \w \s, groups ( ) and (?: ), alternation |,
 // quantifiers * + ? {m} {m,} {m,n}, anchors ^ at the start and $ at the end. Backreferences, lookaround and
