@@ -59,6 +59,9 @@ const char* tool_call_format_name(ToolCallFormat f) {
 }
 
 ToolCallFormat detect_tool_call_format(std::string_view t) {
+  // Qwen3-Coder's <tool_call> holds XML (<function=name><parameter=p>...), not Hermes' JSON: not a format pagoda
+  // parses or constrains, so tools get the clear error rather than calls in the wrong shape.
+  if (contains(t, "<function=")) return ToolCallFormat::kNone;
   if (contains(t, kHermesOpen)) return ToolCallFormat::kHermes;
   if (contains(t, kMistralMarker)) return ToolCallFormat::kMistral;
   if (contains(t, "<|start_header_id|>") && contains(t, "tools") &&

@@ -27,7 +27,8 @@ TEST(ToolCalls, FormatsAreRecognisedInRealTemplates) {
     EXPECT_EQ(detect_tool_call_format(read_template(f)), ToolCallFormat::kLlama3) << f;
   for (const char* f : {"mistral-7b-instruct-v0.3", "mistral-nemo-instruct-2407"})
     EXPECT_EQ(detect_tool_call_format(read_template(f)), ToolCallFormat::kMistral) << f;
-  for (const char* f : {"llama2-chat", "zephyr-7b-beta", "gemma2-it"})
+  // qwen3-coder writes its calls as XML inside <tool_call>: not the Hermes JSON format.
+  for (const char* f : {"llama2-chat", "zephyr-7b-beta", "gemma2-it", "qwen3-coder"})
     EXPECT_EQ(detect_tool_call_format(read_template(f)), ToolCallFormat::kNone) << f;
 }
 
