@@ -30,6 +30,8 @@ const Layout* layout(GgmlType type) {
   static const Layout q8_0{{{0, 2, 2}, {2, 32, 4}}, 2, 34, 32};
   static const Layout q4_0{{{0, 2, 2}, {2, 16, 4}}, 2, 18, 32};  // also IQ4_NL: f16 d, then 16 bytes of nibbles
   static const Layout q4_k{{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}, 4, 144, 256};
+  // IQ4_XS: d, scales_h, scales_l, qs (sub-block j: bytes 16j.., low nibbles its first 16 elements).
+  static const Layout iq4_xs{{{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 128, 4}}, 4, 136, 256};
   static const Layout q5_k{{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 32, 4}, {48, 128, 4}}, 5, 176, 256};
   // Q6_K: d, scales, ql, qh (its file order is ql, qh, scales, d).
   static const Layout q6_k{{{208, 2, 2}, {192, 16, 1}, {0, 128, 4}, {128, 64, 4}}, 4, 210, 256};
@@ -39,6 +41,7 @@ const Layout* layout(GgmlType type) {
     case GgmlType::IQ4_NL: return &q4_0;
     case GgmlType::Q4_K: return &q4_k;
     case GgmlType::Q5_K: return &q5_k;
+    case GgmlType::IQ4_XS: return &iq4_xs;
     case GgmlType::Q6_K: return &q6_k;
     default: return nullptr;
   }
@@ -115,6 +118,7 @@ PackedKernels packed_kernels_portable(GgmlType type) {
     case GgmlType::IQ4_NL: return {tile_portable<GgmlType::IQ4_NL>, 64};
     case GgmlType::Q4_K: return {tile_portable<GgmlType::Q4_K>, 64};
     case GgmlType::Q5_K: return {tile_portable<GgmlType::Q5_K>, 64};
+    case GgmlType::IQ4_XS: return {tile_portable<GgmlType::IQ4_XS>, 64};
     case GgmlType::Q6_K: return {tile_portable<GgmlType::Q6_K>, 64};
     default: return {};
   }

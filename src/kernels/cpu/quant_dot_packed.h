@@ -30,7 +30,7 @@ namespace pagoda {
 
 constexpr int kPackRows = 16;
 
-// Whether matmul packs this weight type (Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K).
+// Whether matmul packs this weight type (Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS).
 bool packs_for_matmul(GgmlType type);
 // Bytes of one group's records: nb * 16 * (bytes of one block).
 size_t packed_group_bytes(GgmlType type, int64_t cols);

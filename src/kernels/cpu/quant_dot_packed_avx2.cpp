@@ -175,6 +175,60 @@ void tile_q45_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_
   }
 }
 
+// IQ4_XS against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_iq4_xs). The table's signed
+// levels v meet the activations through maddubs(|v|, x * sign(v)) (pairs <= 2 * 128 * 127; Q8_K's activations are
+// within +-127), and one madd per vector with the row's signed scale ls - 32 as (sc, sc) int16 pairs gives sc * sum
+// exactly. Then k_plain's operations in every lane.
+template <int kTokens>
+void tile_iq4_xs(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                 int n_rows) {
+  constexpr size_t kRecord = kPackRows * sizeof(BlockIQ4_XS);
+  const int64_t nb = K / kQK_K;
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m128i t16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values));
+  const __m256i table = _mm256_set_m128i(t16, t16);
+  for (int half = 0; half < 2 && 8 * half < n_rows; ++half) {
+    __m256 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = group + b * kRecord;
+      if (half == 0) prefetch_ahead<kRecord>(rec);
+      const BlockQ8_K* x[kTokens];
+      for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+      const __m256i scales_h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 32 + 16 * half)));
+      const uint8_t* qs = rec + 128 + 32 * half;
+      __m256i sumi[kTokens];
+      for (int t = 0; t < kTokens; ++t) sumi[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i low = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rec + 64 + 16 * (j / 2) + 8 * half)));
+        const __m256i ls = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi32(low, 4 * (j % 2)), _mm256_set1_epi32(0xF)),
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(scales_h, 2 * j), _mm256_set1_epi32(3)), 4));
+        const __m256i sc32 = _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
+        // (sc, sc) int16 pairs: the low 16 bits of each lane copied to its high 16 bits.
+        const __m256i sc = _mm256_or_si256(_mm256_and_si256(sc32, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(sc32, 16));
+        __m256i lv[8], mag[8];
+        for (int c = 0; c < 4; ++c) {
+          const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 64 * (4 * j + c)));
+          lv[2 * c] = _mm256_shuffle_epi8(table, _mm256_and_si256(bytes, m4));
+          lv[2 * c + 1] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4));
+        }
+        for (int i = 0; i < 8; ++i) mag[i] = _mm256_abs_epi8(lv[i]);
+        for (int t = 0; t < kTokens; ++t) {
+          const int8_t* q = x[t]->qs + 32 * j;
+          for (int i = 0; i < 8; ++i)
+            sumi[t] = _mm256_add_epi32(
+                sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(mag[i], _mm256_sign_epi8(broadcast4(q + x_offset_nibbles(i)), lv[i])), sc));
+        }
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * half)));
+      for (int t = 0; t < kTokens; ++t)
+        acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(x[t]->d)), _mm256_cvtepi32_ps(sumi[t])));
+    }
+    store_rows(acc, y + 8 * half, y_stride, n_rows - 8 * half);
+  }
+}
+
 // Q6_K against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_q6_k). Levels q in 0..63: two
 // maddubs sum in int16 (at most 2 * 2 * 63 * 127 < 32767), a madd with (sc, sc) pairs gives sc * sum q x; the
 // offset -32 * sum_s sc_s * bsum_s is 8 madd of (sc_2i, sc_2i+1) pairs. Then k_plain's operations in every lane.
@@ -268,6 +322,12 @@ struct TileQ5_K {
   }
 };
 template <int kTokens>
+struct TileIQ4_XS {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_iq4_xs<kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
+template <int kTokens>
 struct TileQ6_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
     tile_q6_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
@@ -283,6 +343,7 @@ PackedKernels packed_kernels_avx2(GgmlType type) {
     case GgmlType::IQ4_NL: return {tile_any<Tile32<SignedHalf<1>>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
+    case GgmlType::IQ4_XS: return {tile_any<TileIQ4_XS, kMaxTokens>, kMaxTokens};
     case GgmlType::Q6_K: return {tile_any<TileQ6_K, kMaxTokens>, kMaxTokens};
     default: return {};
   }

@@ -198,6 +198,57 @@ void tile_q6_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
 }
 
+// IQ4_XS against Q8_K. Record (quant_dot_packed.cpp): d[16] (f16), scales_h[16] (u16), scales_l[4][16], then
+// qs[32][16][4]: sub-block j (32 elements) is 4-byte groups 4j .. 4j + 3, low nibbles its elements 4c.., high
+// nibbles 16 + 4c... Levels are the table's values v as v + 128 (unsigned for dpbusd), seeded per sub-block with
+// -128 * (bsum_2j + bsum_2j+1), so each row's sum v x is exact; times its signed scale ls - 32 (vpmulld) into
+// sumi. Then k_plain's operations in every lane.
+template <int kTokens>
+void tile_iq4_xs(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                 int n_rows) {
+  constexpr size_t kRecord = kPackRows * sizeof(BlockIQ4_XS);
+  const int64_t nb = K / kQK_K;
+  const __m512i m4 = _mm512_set1_epi8(0x0F), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRecord;
+    prefetch_ahead<kRecord>(rec);
+    const BlockQ8_K* x[kTokens];
+    for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+    const __m512i scales_h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
+    const uint8_t* qs = rec + 128;
+    __m512i sumi[kTokens];
+    for (int t = 0; t < kTokens; ++t) sumi[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      const __m512i low = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 64 + 16 * (j / 2))));
+      const __m512i ls = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(low, 4 * (j % 2)), _mm512_set1_epi32(0xF)),
+                                         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(scales_h, 2 * j),
+                                                                            _mm512_set1_epi32(3)), 4));
+      const __m512i sc = _mm512_sub_epi32(ls, _mm512_set1_epi32(32));
+      __m512i lv[8];  // [2c]: low nibbles of group 4j + c, [2c + 1]: high nibbles
+      for (int c = 0; c < 4; ++c) {
+        const __m512i bytes = _mm512_loadu_si512(qs + 64 * (4 * j + c));
+        lv[2 * c] = _mm512_xor_si512(_mm512_shuffle_epi8(table, _mm512_and_si512(bytes, m4)), flip);
+        lv[2 * c + 1] = _mm512_xor_si512(_mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), m4)), flip);
+      }
+      for (int t = 0; t < kTokens; ++t) {
+        const int8_t* q = x[t]->qs + 32 * j;
+        __m512i sum = _mm512_set1_epi32(-128 * (x[t]->bsums[2 * j] + x[t]->bsums[2 * j + 1]));
+        for (int i = 0; i < 8; ++i)
+          sum = _mm512_dpbusd_epi32(sum, lv[i], _mm512_set1_epi32(load_i32(q + x_offset_nibbles(i))));
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(sum, sc));
+      }
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    for (int t = 0; t < kTokens; ++t)
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[t]->d)), _mm512_cvtepi32_ps(sumi[t])));
+  }
+  const __mmask16 valid = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
+}
+
 constexpr int kMaxTokens = 8;
 
 template <class Kind>
@@ -222,6 +273,12 @@ struct TileQ5_K {
   }
 };
 template <int kTokens>
+struct TileIQ4_XS {
+  static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+    tile_iq4_xs<kTokens>(g, x0, xs, K, y, ys, n_rows);
+  }
+};
+template <int kTokens>
 struct TileQ6_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
     tile_q6_k<kTokens>(g, x0, xs, K, y, ys, n_rows);
@@ -237,6 +294,7 @@ PackedKernels packed_kernels_avx512(GgmlType type) {
     case GgmlType::IQ4_NL: return {tile_any<Tile32<IQ4_NLLevels>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
+    case GgmlType::IQ4_XS: return {tile_any<TileIQ4_XS, kMaxTokens>, kMaxTokens};
     case GgmlType::Q6_K: return {tile_any<TileQ6_K, kMaxTokens>, kMaxTokens};
     default: return {};
   }

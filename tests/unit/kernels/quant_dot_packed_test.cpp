@@ -19,7 +19,7 @@ namespace pagoda {
 namespace {
 
 const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K,
-                                 GgmlType::Q6_K};
+                                 GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 size_t row_bytes(GgmlType t, int64_t cols) { return ggml_row_bytes(ggml_type_traits(t), cols); }
 
@@ -76,6 +76,13 @@ size_t documented_offset(GgmlType t, int r, int o) {
     if (o < 48) return 256 + 64 * ((o - 16) / 4) + 4 * r + (o - 16) % 4;  // qh[8][16][4]
     const int j = o - 48;                                   // qs[32][16][4]
     return 768 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (t == GgmlType::IQ4_XS) {
+    if (o < 2) return 2 * r + o;                            // d[16]
+    if (o < 4) return 32 + 2 * r + (o - 2);                 // scales_h[16]
+    if (o < 8) return 64 + 16 * (o - 4) + r;                // scales_l[4][16]
+    const int j = o - 8;                                    // qs[32][16][4]
+    return 128 + 64 * (j / 4) + 4 * r + j % 4;
   }
   if (t == GgmlType::Q6_K) {
     if (o >= 208) return 2 * r + (o - 208);                 // d[16]
