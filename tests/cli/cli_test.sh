@@ -148,6 +148,21 @@ sed -n 3p "$tmp/res.jsonl" | grep -q "unknown field 'temprature'" && ok || bad "
 sed -n 4p "$tmp/res.jsonl" | grep -q '"id":"long","error":".*KV pool' && ok || bad "batch line 4: $(sed -n 4p "$tmp/res.jsonl")"
 sed -n 5p "$tmp/res.jsonl" | grep -q '"choices":\[{"index":0,' && ok || bad "batch line 5: $(sed -n 5p "$tmp/res.jsonl")"
 grep -q '^pagoda: stats {"requests":5,"errors":3,"steps":[0-9]*,"preemptions":[0-9]*,"prefix_cache_query_tokens":[0-9]*,"prefix_cache_hit_tokens":[0-9]*,"peak_blocks_in_use":[0-9]*' "$tmp/err" && ok || bad "batch stats: $(cat "$tmp/err")"
+# Structured outputs in batch lines: a choice, a JSON Schema (the text parses and fits it), an unsupported keyword.
+cat >"$tmp/constrained.jsonl" <<'JSONL'
+{"id": "choice", "prompt": "Once upon a time", "max_tokens": 16, "temperature": 0, "guided_choice": ["yes", "no", "maybe"]}
+{"id": "schema", "prompt": "Once upon a time", "max_tokens": 64, "temperature": 0, "json_schema": {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99}, "b": {"type": "boolean"}}, "required": ["a", "b"], "additionalProperties": false}}
+{"id": "bad", "prompt": "x", "max_tokens": 4, "json_schema": {"type": "object", "not": {}}}
+JSONL
+timeout 60 "$pagoda" batch "$model" --input "$tmp/constrained.jsonl" --output "$tmp/constrained.out" 2>/dev/null &&
+  python3 - "$tmp/constrained.out" <<'PY' && ok || bad "batch constrained lines: $(cat "$tmp/constrained.out")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines[0]["text"] in ("yes", "no", "maybe") and lines[0]["finish_reason"] == "stop", lines[0]
+v = json.loads(lines[1]["text"])
+assert set(v) == {"a", "b"} and isinstance(v["a"], int) and 0 <= v["a"] <= 99 and isinstance(v["b"], bool), v
+assert "unsupported JSON Schema keyword 'not'" in lines[2]["error"], lines[2]
+PY
 expect_error "batch missing input" "cannot open --input file" -- batch "$model" --input "$tmp/nope.jsonl" --output "$tmp/o.jsonl"
 expect_error "batch bad kv mem" "kv-cache-mem" -- batch "$model" --input "$tmp/req.jsonl" --output "$tmp/o.jsonl" --kv-cache-mem 12XB
 expect_error "batch unwritable output" "cannot open --output file" -- batch "$model" --input "$tmp/req.jsonl" --output "$tmp/no/such/dir/o.jsonl"
