@@ -125,6 +125,23 @@ test('a conversation with tool calls and tool results continues', async () => {
   assert.ok(r.usage.prompt_tokens > 100);  // the tools and the call were rendered into the prompt
 });
 
+test('tool_choice "none" renders the tools but neither forces nor parses a call', async () => {
+  const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+  const r = await client.chat.completions.create({ model, tools: openaiTools, tool_choice: 'none', max_tokens: 8,
+    temperature: 0, messages });
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason), r.choices[0].finish_reason);
+  assert.ok(!r.choices[0].message.tool_calls?.length, JSON.stringify(r.choices[0].message));
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  const without = await client.chat.completions.create({ model, max_tokens: 1, temperature: 0, messages });
+  assert.ok(r.usage.prompt_tokens > without.usage.prompt_tokens + 50, 'the tools are rendered into the prompt');
+  // The built-in chatml family cannot render tools at all: even with "none" they are refused, not dropped.
+  const plain = await fetch(`${process.env.PAGODA_URL}/v1/chat/completions`, { method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ messages, tools: openaiTools, tool_choice: 'none', max_tokens: 2 }) });
+  assert.equal(plain.status, 400);
+  assert.equal((await plain.json()).error.param, 'tools');
+});
+
 test('tool errors are 400s naming the field', async () => {
   const user = [{ role: 'user', content: 'x' }];
   const cases = [
