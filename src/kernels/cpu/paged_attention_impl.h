@@ -480,21 +480,19 @@ inline void split_long_jobs(const PagedAttentionArgs& a, int num_threads, std::v
   int64_t work = 0;
   for (const Job& j : jobs) work += static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
   const int64_t share = work / (2 * num_threads);
-  bool any = false;
-  for (const Job& j : jobs) {
+  auto splits = [&](const Job& j) {
     const int64_t w = static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
-    any = any || (j.cascade_count == 0 && segments_of(j) >= 2 && (a.split_kv == SplitKv::kAlways || w > share));
-  }
-  if (!any) return;
+    return j.cascade_count == 0 && segments_of(j) >= 2 && (a.split_kv == SplitKv::kAlways || w > share);
+  };
+  if (std::none_of(jobs.begin(), jobs.end(), splits)) return;
   thread_local std::vector<Job> split;
   split.clear();
   for (const Job& j : jobs) {
-    const int32_t segs = j.cascade_count == 0 ? segments_of(j) : 1;
-    const int64_t w = static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
-    if (segs < 2 || (a.split_kv != SplitKv::kAlways && w <= share)) {
+    if (!splits(j)) {
       split.push_back(j);
       continue;
     }
+    const int32_t segs = segments_of(j);
     units.push_back({j.token, j.head, j.head_count, segs, *scratch_states});
     for (int32_t s = 0; s < segs; ++s) {
       Job part = j;
