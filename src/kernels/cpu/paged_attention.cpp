@@ -112,6 +112,10 @@ struct Portable {
     for (int i = 0; i < 2; ++i) w2[i] = w4[i] + w4[i + 2];
     return w2[0] + w2[1];
   }
+  // Lane i: reduce_sum(d[i]), for 16 vectors at once.
+  static V reduce_sum16(const V* d) {
+    return map([&](int i) { return reduce_sum(d[i]); });
+  }
   static float reduce_max(const V& v) { return *std::max_element(v.l, v.l + 16); }
   static V load_f16(const uint16_t* p, int n) {
     return map([&](int i) { return i < n ? f16_to_f32(p[i]) : 0.0f; });

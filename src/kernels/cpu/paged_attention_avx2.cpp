@@ -47,6 +47,23 @@ struct Avx2 {
     const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
     return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
   }
+  // Lane i: reduce_sum(d[i]) for 16 vectors at once (keys 0..7 into lo, 8..15 into hi), adding the same pairs at
+  // each level of the same tree, with the vectors' halves, quarters, ... transposed side by side by shuffles.
+  static __m256 reduce_sum8(const V* d) {
+    __m256 u[8], v[4], w[2];
+    for (int i = 0; i < 8; ++i) u[i] = _mm256_add_ps(d[i].lo, d[i].hi);  // lanes l + l+8
+    for (int i = 0; i < 4; ++i)  // [v of 2i | v of 2i+1] (u[i] + u[i+4], 4 lanes each)
+      v[i] = _mm256_add_ps(_mm256_permute2f128_ps(u[2 * i], u[2 * i + 1], 0x20),
+                           _mm256_permute2f128_ps(u[2 * i], u[2 * i + 1], 0x31));
+    for (int i = 0; i < 2; ++i)  // [w0, w1 of 4i, w0, w1 of 4i+2 | the same of 4i+1, 4i+3] (v[i] + v[i+2])
+      w[i] = _mm256_add_ps(_mm256_shuffle_ps(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm256_shuffle_ps(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // [sum of 0, 2, 4, 6 | of 1, 3, 5, 7] (w0 + w1), then into order.
+    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  }
+  static V reduce_sum16(const V* d) { return {reduce_sum8(d), reduce_sum8(d + 8)}; }
   // Lanes >= n of a partial row are read from a zeroed copy (never past the row).
   template <class Load>
   static V load_u16(const uint16_t* p, int n, Load cvt8) {

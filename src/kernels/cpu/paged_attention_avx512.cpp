@@ -35,6 +35,24 @@ struct Avx512 {
     const __m128 w2 = _mm_add_ps(w4, _mm_movehl_ps(w4, w4));
     return _mm_cvtss_f32(_mm_add_ss(w2, _mm_shuffle_ps(w2, w2, 1)));
   }
+  // Lane i: reduce_sum(d[i]) for 16 vectors at once, adding the same pairs at each level of the same tree, with the
+  // vectors' halves, quarters, ... transposed side by side by shuffles between the levels.
+  static V reduce_sum16(const V* d) {
+    V u[8], v[4], w[2];
+    for (int i = 0; i < 8; ++i)  // [u of d[2i] | u of d[2i+1]]: lanes l + l+8 of each
+      u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(d[2 * i], d[2 * i + 1], 0x44),
+                           _mm512_shuffle_f32x4(d[2 * i], d[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; ++i)  // [v of 4i | 4i+1 | 4i+2 | 4i+3] (u[i] + u[i+4], 4 lanes each)
+      v[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0x88),
+                           _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; ++i)  // per 128-bit lane k: [w0, w1 of 8i+k | w0, w1 of 8i+4+k] (v[i] + v[i+2])
+      w[i] = _mm512_add_ps(_mm512_shuffle_ps(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // Per 128-bit lane k: the sums (w0 + w1) of k, 4+k, 8+k, 12+k; then into order.
+    const V s = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
+  }
   static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }
   static V load_f16(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
   static V load_bf16(const uint16_t* p, int n) {

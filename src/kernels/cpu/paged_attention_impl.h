@@ -5,7 +5,7 @@
 // Isa provides a type V of 16 floats and:
 //   zero(), set1(f), load(p, n) (lanes >= n are 0), store(p, v), add, sub, mul, max, fma(a, b, c) = a * b + c
 //   (one rounding), round_nearest(v) (ties to even), pow2i(v) (2^v for integral v in [-126, 127]),
-//   reduce_sum(v) with the fixed tree below, reduce_max(v);
+//   reduce_sum(v) with the fixed tree below, reduce_sum16(d) (lane i: reduce_sum(d[i]), bitwise), reduce_max(v);
 //   and the exact conversions of stored K/V: load_f16(p, n), load_bf16(p, n), load_i8(p) (16 int8), f16(bits).
 // reduce_sum tree: u[i] = l[i] + l[i+8] (i < 8); v[i] = u[i] + u[i+4] (i < 4); w[i] = v[i] + v[i+2] (i < 2);
 // sum = w[0] + w[1].
@@ -32,6 +32,7 @@ namespace pagoda::attention_impl {
 
 constexpr int kMaxHeadVecs = 16;  // head_dim <= 256
 constexpr int kMaxGroup = 8;      // query heads per fused job (more share a KV head: several jobs)
+constexpr int32_t kQueryGroup = 4;  // consecutive prefill queries of a sequence per fused job
 
 struct Job {
   int32_t seq;
@@ -44,6 +45,8 @@ struct Job {
   int32_t shared_end = 0;                        // keys [0, shared_end) shared by the cascade's members
   int32_t segment = -1;  // split-KV: >= 0 runs only this segment of the keys and saves its heads' states
   int64_t scratch = 0;   // split-KV: the first of those saved states ([head of the group]) in the scratch buffer
+  int32_t query_count = 1;  // fused kernel, prefill: tokens token .. token + query_count - 1 of the sequence, the
+                            // next always attending to one key more (n_keys is the first one's)
 };
 
 // Split-KV decode: one (token, head group) whose segments ran as separate jobs; their states lie in the scratch
@@ -213,13 +216,19 @@ void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>
   V qv[kMaxHeadVecs], acc[kMaxHeadVecs];
   Partial<Isa>& cur = st.cur;
   for (int j = 0; j < nv; ++j) qv[j] = st.q[j], acc[j] = cur.acc[j];
-  // Scores of this tile of keys, read in place through the block table.
-  for (int32_t i = 0; i < n; ++i) {
-    const uint8_t* k = rows.k[i];
-    V d = Isa::zero();
-    for (int j = 0; j < nv; ++j)
-      d = Isa::fma(qv[j], load_kv<Isa, kT>(k, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d);
-    scores[i] = Isa::reduce_sum(d) * a.scale;
+  // Scores of this tile of keys, read in place through the block table: per key, the products summed lane-wise over
+  // the head's vectors, then reduce_sum's tree (16 keys at a time: reduce_sum16) times the scale.
+  const V scale = Isa::set1(a.scale);
+  for (int32_t i0 = 0; i0 < n; i0 += 16) {
+    V d[16];
+    for (int32_t i = 0; i < 16; ++i) {
+      d[i] = Isa::zero();
+      if (i0 + i >= n) continue;
+      const uint8_t* k = rows.k[i0 + i];
+      for (int j = 0; j < nv; ++j)
+        d[i] = Isa::fma(qv[j], load_kv<Isa, kT>(k, j, (kVecs > 0 ? 16 : std::min(16, D - 16 * j))), d[i]);
+    }
+    Isa::store(scores + i0, Isa::mul(Isa::reduce_sum16(d), scale));
   }
   for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
   const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
@@ -279,8 +288,31 @@ void finish_state(const PagedAttentionArgs& a, HeadState<Isa>& st) {
   write_output<Isa, kVecs>(a, st.token, st.head, st.merged);
 }
 
+// A tile's K and V rows converted once to f32 (`k_f32`, `v_f32`: [kKeyTile][16 * nv], lanes past head_dim zero),
+// with `staged` pointing at them. Every stored type converts to f32 exactly (kv/kv_dtype.h), so a state stepped over
+// the staged rows as f32 computes with the same values, in the same order, as over the cache: the same bits, without
+// converting the stored type again for every head and query that reads the tile.
+template <class Isa, int kVecs, KvDtype kT>
+void stage_tile(const PagedAttentionArgs& a, const TileRows& rows, float* k_f32, float* v_f32, TileRows& staged) {
+  const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
+  const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
+  staged.n = rows.n;
+  for (int32_t i = 0; i < rows.n; ++i) {
+    float* k = k_f32 + static_cast<int64_t>(i) * 16 * nv;
+    float* v = v_f32 + static_cast<int64_t>(i) * 16 * nv;
+    for (int j = 0; j < nv; ++j) {
+      const int n = kVecs > 0 ? 16 : std::min(16, D - 16 * j);
+      Isa::store(k + 16 * j, load_kv<Isa, kT>(rows.k[i], j, n));
+      Isa::store(v + 16 * j, load_kv<Isa, kT>(rows.v[i], j, n));
+    }
+    staged.k[i] = reinterpret_cast<const uint8_t*>(k);
+    staged.v[i] = reinterpret_cast<const uint8_t*>(v);
+  }
+}
+
 // The tiles of keys [from, n_keys) of one sequence for the heads in `states` (all of one KV head), whose keys
-// start at key_begin (segments count from there; `from - key_begin` is a multiple of kKeyTile).
+// start at key_begin (segments count from there; `from - key_begin` is a multiple of kKeyTile). With several states
+// and a stored type other than f32, each tile is staged as f32 once for all of them.
 template <class Isa, int kVecs, KvDtype kT>
 void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t key_begin, int32_t from,
                int32_t n_keys, HeadState<Isa>* states, int count) {
@@ -289,12 +321,21 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
   const int64_t hb = kv_bytes(kT, D);
   const int32_t* table = a.block_table + static_cast<int64_t>(seq) * a.max_blocks;
   int32_t block_index = from / a.block_size, offset = from % a.block_size;
-  TileRows rows;
+  const bool stage = kT != KvDtype::kF32 && count >= 2;
+  constexpr int kStagedFloats = kT == KvDtype::kF32 ? 16 : kKeyTile * 16 * (kVecs > 0 ? kVecs : kMaxHeadVecs);
+  alignas(64) float k_f32[kStagedFloats];  // [kKeyTile][16 * nv]
+  alignas(64) float v_f32[kStagedFloats];
+  TileRows rows, staged;
   for (int32_t t0 = from; t0 < n_keys; t0 += kKeyTile) {
     if ((t0 - key_begin) % kKeySegment == 0)
       for (int g = 0; g < count; ++g) close_segment<Isa>(states[g], nv);
     locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0), block_index, offset, rows);
-    for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, rows, states[g]);
+    if (stage) {
+      stage_tile<Isa, kVecs, kT>(a, rows, k_f32, v_f32, staged);
+      for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, staged, states[g]);
+    } else {
+      for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, rows, states[g]);
+    }
   }
 }
 
@@ -327,6 +368,22 @@ void run_job(const PagedAttentionArgs& a, const Job& job, const std::vector<Job>
       for (int j = 0; j < nv; ++j) Isa::store(p + 16 * j, states[g].cur.acc[j]);
       p[16 * nv] = states[g].cur.max;
       p[16 * nv + 1] = states[g].cur.sum;
+    }
+    return;
+  }
+  if (job.query_count > 1) {
+    // Consecutive prefill queries: the key tiles whole for all of them run once for every (query, head) state,
+    // then each query its own last keys. Each state runs tile_step's operations exactly as alone.
+    thread_local std::vector<HeadState<Isa>> states;  // [query][head of the group]
+    const int Q = job.query_count;
+    states.resize(static_cast<size_t>(Q) * G);
+    for (int q = 0; q < Q; ++q)
+      for (int g = 0; g < G; ++g) init_state<Isa, kVecs>(a, job.token + q, job.head + g, states[q * G + g]);
+    const int32_t common = job.key_begin + (job.n_keys - job.key_begin) / kKeyTile * kKeyTile;
+    run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, job.key_begin, common, states.data(), Q * G);
+    for (int q = 0; q < Q; ++q) {
+      run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, common, job.n_keys + q, &states[q * G], G);
+      for (int g = 0; g < G; ++g) finish_state<Isa, kVecs>(a, states[q * G + g]);
     }
     return;
   }
@@ -426,18 +483,20 @@ inline void find_cascades(const PagedAttentionArgs& a, std::vector<Job>& members
 }
 
 // The fused kernel's jobs: a token's query heads that share a KV head together (at most kMaxGroup at a time), unless
-// that leaves fewer than two jobs per thread (a short decode batch), when every head is a job of its own; decode
-// sequences sharing a prefix form one job per cascade and head group.
+// that leaves fewer than two jobs per thread (a short decode batch), when every head is a job of its own; a prefill
+// chunk's queries kQueryGroup consecutive tokens at a time; decode sequences sharing a prefix form one job per
+// cascade and head group.
 inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std::vector<Job>& jobs,
                                std::vector<Job>& members) {
   const int32_t group = a.n_heads / a.n_kv_heads;
   const int32_t chunk = std::min<int32_t>(group, kMaxGroup);
-  int64_t tokens = 0, segments = 0;
+  int64_t tokens = 0, segments = 0;  // query jobs per head group, and the same counting a decode's segments
   for (int32_t s = 0; s < a.num_seqs; ++s) {
     const int32_t q_len = a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s];
-    tokens += q_len;
+    const int32_t query_jobs = (q_len + kQueryGroup - 1) / kQueryGroup;
+    tokens += query_jobs;
     if (q_len == 1) segments += (a.seq_lens_kv[s] - (a.kv_begin ? a.kv_begin[s] : 0) + kKeySegment - 1) / kKeySegment;
-    else segments += q_len;
+    else segments += query_jobs;
   }
   // Heads of a KV head run together when that still leaves two jobs per thread, counting a long decode's segments
   // (split-KV spreads them over the threads) when splitting is allowed.
@@ -461,10 +520,12 @@ inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std
     if (in_cascade[s]) continue;
     const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
     const int32_t key_begin = a.kv_begin ? a.kv_begin[s] : 0;
-    for (int32_t i = 0; i < q_len; ++i)
-      for (int32_t h = 0; h < a.n_heads; h += step)
-        jobs.push_back({s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h, key_begin,
-                        std::min(step, group - h % group)});
+    for (int32_t i = 0; i < q_len; i += kQueryGroup)
+      for (int32_t h = 0; h < a.n_heads; h += step) {
+        Job j{s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h, key_begin, std::min(step, group - h % group)};
+        j.query_count = std::min(kQueryGroup, q_len - i);
+        jobs.push_back(j);
+      }
   }
 }
 
@@ -478,11 +539,12 @@ inline void split_long_jobs(const PagedAttentionArgs& a, int num_threads, std::v
   *scratch_states = 0;
   if (a.split_kv == SplitKv::kNever || (a.split_kv == SplitKv::kAuto && num_threads < 2)) return;
   int64_t work = 0;
-  for (const Job& j : jobs) work += static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
+  for (const Job& j : jobs) work += static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count * j.query_count;
   const int64_t share = work / (2 * num_threads);
-  auto splits = [&](const Job& j) {
+  auto splits = [&](const Job& j) {  // single queries only (a prefill job of several runs whole)
     const int64_t w = static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
-    return j.cascade_count == 0 && segments_of(j) >= 2 && (a.split_kv == SplitKv::kAlways || w > share);
+    return j.cascade_count == 0 && j.query_count == 1 && segments_of(j) >= 2 &&
+           (a.split_kv == SplitKv::kAlways || w > share);
   };
   if (std::none_of(jobs.begin(), jobs.end(), splits)) return;
   thread_local std::vector<Job> split;

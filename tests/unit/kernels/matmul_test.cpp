@@ -105,6 +105,25 @@ TEST_P(MatmulTest, IsBatchAndThreadInvariant) {
   EXPECT_EQ(0, std::memcmp(shifted.data(), batched.data() + 2 * rows, sizeof(float) * shifted.size()));
 }
 
+TEST_P(MatmulTest, PrefillSizedBatchesGiveEachTokenItsBits) {
+  // Batches of kSmallBatch tokens and more run the prefill tiles: still each token's bits alone. 70 tokens cross a
+  // 64-token chunk; 164 columns leave a partial step.
+  const GgmlType type = this->type();
+  const int64_t rows = 29, cols = 164;
+  auto m = make_matrix(type, rows, cols, 7);
+  for (int64_t T : {48, 70}) {
+    auto x = random_activations(T * cols, 8 + T);
+    std::vector<float> batched(T * rows);
+    ThreadPool pool2(2), pool1(1);
+    matmul(m.w, x.data(), T, batched.data(), pool2);
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<float> alone(rows);
+      matmul(m.w, x.data() + t * cols, 1, alone.data(), pool1);
+      ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + t * rows, sizeof(float) * rows)) << T << " token " << t;
+    }
+  }
+}
+
 TEST_P(MatmulTest, ScalarKernelAgreesWithDispatchedKernel) {
   const GgmlType type = this->type();
   const int64_t rows = 9, cols = 224, T = 5;

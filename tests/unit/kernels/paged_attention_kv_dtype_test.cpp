@@ -116,6 +116,48 @@ TEST_P(PagedAttentionKvDtype, ProbeReadsTheStoredValues) {
   EXPECT_EQ(0, std::memcmp(typed.data(), f32.data(), f32.size() * 4));
 }
 
+// A prefill chunk's queries run kQueryGroup at a time, over key tiles staged once as f32 for all of them (and for
+// every head of a KV head): each token still gets the bits it gets as a decode step by itself (one query, read
+// straight from the cache when it is one head alone), over the typed cache and over the f32 cache of the same
+// values, with and without kv_begin, in every ISA build. The chunk (37 tokens ending at key 300) crosses tiles and
+// segments, so queries differ in their last tile.
+TEST_P(PagedAttentionKvDtype, PrefillQueriesRunTogetherGiveEachTokenItsDecodeBits) {
+  const KvDtype t = GetParam();
+  int compared = 0;
+  for (int32_t group : {1, 4})
+    for (int32_t hd : {64, 96})
+      for (int32_t begin : {0, 40}) {
+        if (!check_kv_head_dim(t, hd).ok()) continue;
+        const int32_t n_kv = 2, n_heads = n_kv * group, q_len = 37, kv_len = 300;
+        PagedBatch b = make_batch({{9, 1}, {kv_len, q_len}}, 16, n_heads, n_kv, hd, 70 + group + hd + begin);
+        b.kv_begin = {0, begin};
+        const TypedPools p = store_pools(b, t);
+        ThreadPool pool(2);
+        for (const char* isa : {"portable", "avx2", "avx512"})
+          for (bool typed : {true, false}) {
+            auto args = [&](const PagedBatch& x, float* out) { return typed ? typed_args(x, p, t, out) : f32_args(x, p, out); };
+            std::vector<float> out(b.out_size());
+            if (!paged_attention_isa(args(b, out.data()), pool, isa)) continue;  // this CPU lacks it
+            ++compared;
+            for (int32_t i = 0; i < q_len; ++i) {
+              PagedBatch alone = b;
+              alone.cu_seqlens_q = {0, 1};
+              alone.seq_lens_kv = {kv_len - q_len + i + 1};
+              alone.kv_begin = {begin};
+              alone.block_table.assign(b.block_table.begin() + b.max_blocks, b.block_table.begin() + 2 * b.max_blocks);
+              const int64_t row = static_cast<int64_t>(1 + i) * n_heads * hd;  // the decode sequence's token is row 0
+              alone.q.assign(b.q.begin() + row, b.q.begin() + row + n_heads * hd);
+              std::vector<float> single(alone.q.size());
+              ASSERT_TRUE(paged_attention_isa(args(alone, single.data()), pool, isa));
+              ASSERT_EQ(0, std::memcmp(single.data(), out.data() + row, single.size() * 4))
+                  << kv_dtype_name(t) << (typed ? "" : " (as f32)") << " " << isa << " group " << group << " head_dim "
+                  << hd << " kv_begin " << begin << " query " << i;
+            }
+          }
+      }
+  EXPECT_GE(compared, 4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, PagedAttentionKvDtype,
                          ::testing::Values(KvDtype::kF16, KvDtype::kBF16, KvDtype::kQ8_0),
                          [](const auto& info) { return std::string(kv_dtype_name(info.param)); });
