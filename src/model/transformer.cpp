@@ -104,13 +104,23 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
       if (batch.positions[t] >= w.position_embd.rows)
         return make_error("position " + std::to_string(batch.positions[t]) + " is beyond the model's " +
                           std::to_string(w.position_embd.rows) + " learned positions");
+  // The row-wise steps between the matmuls (norms, rotary positions, SwiGLU) split their rows over the pool: each
+  // row is computed as alone, so the split changes no bit; a single row (decode) runs on this thread.
   // The norm of a sub-layer: RMSNorm (weight) or LayerNorm (weight, bias), per the family.
   auto norm = [&](const float* x, const std::vector<float>& weight, const std::vector<float>& bias, int64_t rows,
                   float* out) {
-    if (spec.norm == NormKind::kLayer)
-      layer_norm(x, weight.data(), bias.data(), rows, E, hp.norm_eps, out);
-    else
-      rms_norm(x, weight.data(), rows, E, hp.norm_eps, out);
+    pool.parallel_for(rows, [&](int64_t r0, int64_t r1) {
+      if (spec.norm == NormKind::kLayer)
+        layer_norm(x + r0 * E, weight.data(), bias.data(), r1 - r0, E, hp.norm_eps, out + r0 * E);
+      else
+        rms_norm(x + r0 * E, weight.data(), r1 - r0, E, hp.norm_eps, out + r0 * E);
+    });
+  };
+  // RMSNorm of each head's vector ([rows, head_dim], in place): Qwen3's q_norm / k_norm.
+  auto head_norm = [&](float* x, const std::vector<float>& weight, int64_t rows) {
+    pool.parallel_for(rows, [&](int64_t r0, int64_t r1) {
+      rms_norm(x + r0 * hp.head_dim, weight.data(), r1 - r0, hp.head_dim, hp.norm_eps, x + r0 * hp.head_dim);
+    });
   };
   auto bias = [&](float* y, const std::vector<float>& b, int64_t width) {
     if (!b.empty()) add_bias(y, b.data(), T, width);
@@ -165,14 +175,16 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
     bias(ws.k.data(), l.bk, KVD);
     bias(ws.v.data(), l.bv, KVD);
     if (spec.qk_norm) {  // each head's vector is one RMSNorm row
-      rms_norm(ws.q.data(), l.q_norm.data(), T * hp.n_head, hp.head_dim, hp.norm_eps, ws.q.data());
-      rms_norm(ws.k.data(), l.k_norm.data(), T * hp.n_head_kv, hp.head_dim, hp.norm_eps, ws.k.data());
+      head_norm(ws.q.data(), l.q_norm, T * hp.n_head);
+      head_norm(ws.k.data(), l.k_norm, T * hp.n_head_kv);
     }
     if (!learned_positions) {
-      for (int64_t t = 0; t < T; ++t) {
-        rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
-        rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
-      }
+      pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
+          rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
+        }
+      });
     }
     // Attention: through the paged cache, or over what the override supplies (no K/V stored then).
     if (batch.query_capture != nullptr)
@@ -195,12 +207,16 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
       const WeightMatrix* gate_up[2] = {&l.w_gate, &l.w_up};
       float* out[2] = {ws.gate.data(), ws.up.data()};
       matmul_many(gate_up, out, 2, ws.xn.data(), T, pool);
-      silu_mul(ws.gate.data(), ws.up.data(), T * hp.n_ff);
+      pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
+        silu_mul(ws.gate.data() + t0 * hp.n_ff, ws.up.data() + t0 * hp.n_ff, (t1 - t0) * hp.n_ff);
+      });
       hidden = ws.gate.data();
     } else {
       matmul(l.w_up, ws.xn.data(), T, ws.up.data(), pool);
       bias(ws.up.data(), l.b_up, hp.n_ff);
-      gelu(hp.gelu, ws.up.data(), T * hp.n_ff);
+      pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
+        gelu(hp.gelu, ws.up.data() + t0 * hp.n_ff, (t1 - t0) * hp.n_ff);
+      });
     }
     matmul(l.w_down, hidden, T, ws.proj.data(), pool);
     bias(ws.proj.data(), l.b_down, E);
