@@ -48,14 +48,20 @@ double measure_read_bandwidth(ThreadPool& pool, uint64_t bytes, int reps) {
   });
   std::vector<uint64_t> sink(pool.num_threads());
   double best = 0;
-  for (int rep = 0; rep < reps; ++rep) {
+  constexpr size_t kLine = 64 / sizeof(uint64_t), kAhead = 4096 / sizeof(uint64_t);  // prefetch 4 KiB ahead
+  for (int rep = 0; rep < 2 * reps; ++rep) {
+    const bool prefetch = rep % 2 == 1;
     const auto t0 = Clock::now();
     pool.parallel_for(pool.num_threads(), [&](int64_t tb, int64_t te) {
       for (int64_t t = tb; t < te; ++t) {
         const size_t b = n * t / pool.num_threads(), e = n * (t + 1) / pool.num_threads();
         uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;  // four chains: the adds never limit the loads
         size_t i = b;
-        for (; i + 4 <= e; i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
+        for (; i + kLine <= e; i += kLine) {  // one cache line per iteration
+          if (prefetch) __builtin_prefetch(&buf[std::min(i + kAhead, n - 1)], 0, 0);
+          s0 += buf[i] + buf[i + 4], s1 += buf[i + 1] + buf[i + 5], s2 += buf[i + 2] + buf[i + 6],
+              s3 += buf[i + 3] + buf[i + 7];
+        }
         for (; i < e; ++i) s0 += buf[i];
         sink[t] = s0 + s1 + s2 + s3;
       }

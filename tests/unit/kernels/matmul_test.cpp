@@ -107,19 +107,21 @@ TEST_P(MatmulTest, IsBatchAndThreadInvariant) {
 
 TEST_P(MatmulTest, PrefillSizedBatchesGiveEachTokenItsBits) {
   // Batches of kSmallBatch tokens and more run the prefill tiles: still each token's bits alone. 70 tokens cross a
-  // 64-token chunk; 164 columns leave a partial step.
+  // 64-token chunk; 164 columns leave a partial step; 3,100 columns make the chunks shorter (long rows).
   const GgmlType type = this->type();
-  const int64_t rows = 29, cols = 164;
-  auto m = make_matrix(type, rows, cols, 7);
-  for (int64_t T : {48, 70}) {
-    auto x = random_activations(T * cols, 8 + T);
-    std::vector<float> batched(T * rows);
-    ThreadPool pool2(2), pool1(1);
-    matmul(m.w, x.data(), T, batched.data(), pool2);
-    for (int64_t t = 0; t < T; ++t) {
-      std::vector<float> alone(rows);
-      matmul(m.w, x.data() + t * cols, 1, alone.data(), pool1);
-      ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + t * rows, sizeof(float) * rows)) << T << " token " << t;
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{29, 164}, {7, 3100}}) {
+    auto m = make_matrix(type, rows, cols, 7 + cols);
+    for (int64_t T : {48, 70}) {
+      auto x = random_activations(T * cols, 8 + T);
+      std::vector<float> batched(T * rows);
+      ThreadPool pool2(2), pool1(1);
+      matmul(m.w, x.data(), T, batched.data(), pool2);
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<float> alone(rows);
+        matmul(m.w, x.data() + t * cols, 1, alone.data(), pool1);
+        ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + t * rows, sizeof(float) * rows))
+            << cols << " columns, " << T << " tokens: token " << t;
+      }
     }
   }
 }
