@@ -43,33 +43,26 @@ def rss(path):
     if not os.path.exists(path): return None
     m = re.search(r'Maximum resident set size \(kbytes\): (\d+)', open(path).read())
     return int(m.group(1)) / 1000 if m else None
+def pagoda_json(path):  # the last line of a `pagoda bench --format json` run, or {}
+    try: return json.loads(open(path).read().strip().splitlines()[-1])
+    except Exception: return {}
+def llama_decode(path):  # llama-bench's decode tok/s (the n_gen 32 test) in a jsonl file, or None
+    if not os.path.exists(path): return None
+    return next((j['avg_ts'] for j in map(json.loads, open(path)) if j.get('n_gen') == 32), None)
 for isa in ['avx512', 'avx2']:
     for r in [1, 2]:
-        pj = f'{C}/D-pagoda-{isa}-{r}.json'
-        if not os.path.exists(pj): continue
-        try: p = json.loads(open(pj).read().strip().splitlines()[-1])['decode_tok_s']
-        except Exception: p = None
-        ll = {}
-        for fa in [0, 1]:
-            try:
-                for line in open(f'{C}/D-llama-{isa}-fa{fa}-{r}.jsonl'):
-                    j = json.loads(line)
-                    if j.get('n_gen') == 32: ll[fa] = j['avg_ts']
-            except Exception: pass
-        print(f'D 4k {isa} round {r}: pagoda {p} rss {rss(f"{C}/D-pagoda-{isa}-{r}.time")} MB | llama fa0 {ll.get(0)} rss {rss(f"{C}/D-llama-{isa}-fa0-{r}.time")} fa1 {ll.get(1)} rss {rss(f"{C}/D-llama-{isa}-fa1-{r}.time")}')
+        p = pagoda_json(f'{C}/D-pagoda-{isa}-{r}.json').get('decode_tok_s')
+        if p is None: continue
+        ll = ' | '.join(f'llama fa{fa} {llama_decode(f"{C}/D-llama-{isa}-fa{fa}-{r}.jsonl")} rss '
+                        f'{rss(f"{C}/D-llama-{isa}-fa{fa}-{r}.time")}' for fa in [0, 1])
+        print(f'D 4k {isa} round {r}: pagoda {p} rss {rss(f"{C}/D-pagoda-{isa}-{r}.time")} MB | {ll}')
 for isa in ['avx512', 'avx2']:
     f = f'{C}/E-{isa}.log'
     if os.path.exists(f): print(f'E {isa}:'); print(open(f).read()[-1500:])
 for isa in ['avx512', 'avx2']:
-    pj = f'{C}/F-pagoda-{isa}.json'
-    if not os.path.exists(pj): continue
-    try: p = json.loads(open(pj).read().strip().splitlines()[-1])
-    except Exception: p = {}
-    ll = {}
-    for fa in [0, 1]:
-        try:
-            for line in open(f'{C}/F-llama-{isa}-fa{fa}.jsonl'):
-                j = json.loads(line)
-                if j.get('n_gen') == 32: ll[fa] = j['avg_ts']
-        except Exception: pass
-    print(f'F 16k {isa}: pagoda decode {p.get("decode_tok_s")} prefill {p.get("prefill_tok_s")} rss {rss(f"{C}/F-pagoda-{isa}.time")} | llama fa0 {ll.get(0)} rss {rss(f"{C}/F-llama-{isa}-fa0.time")} fa1 {ll.get(1)} rss {rss(f"{C}/F-llama-{isa}-fa1.time")}')
+    p = pagoda_json(f'{C}/F-pagoda-{isa}.json')
+    if not p: continue
+    ll = ' | '.join(f'llama fa{fa} {llama_decode(f"{C}/F-llama-{isa}-fa{fa}.jsonl")} rss '
+                    f'{rss(f"{C}/F-llama-{isa}-fa{fa}.time")}' for fa in [0, 1])
+    print(f'F 16k {isa}: pagoda decode {p.get("decode_tok_s")} prefill {p.get("prefill_tok_s")} '
+          f'rss {rss(f"{C}/F-pagoda-{isa}.time")} | {ll}')
