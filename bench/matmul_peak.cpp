@@ -20,49 +20,29 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// GFLOP/s of 12 chains of n fused multiply-adds on 512-bit, then 256-bit vectors (each function compiled for its ISA,
-// run only where the CPU has it).
+// GFLOP/s of 12 chains of fused multiply-adds on 512-bit, then 256-bit vectors (each function compiled for its ISA,
+// run only where the CPU has it). R: the register prefix ("zmm" or "ymm"); LANES: floats per vector.
 constexpr long kFmaIterations = 50000000;
 
-__attribute__((target("avx512f"))) double fma_peak_512() {
-  const auto t0 = Clock::now();
-  asm volatile(
-      "vxorps %%xmm1, %%xmm1, %%xmm1\n"
-      "mov %0, %%rcx\n"
-      "1:\n"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm2\n vfmadd231ps %%zmm1, %%zmm1, %%zmm3\n"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm4\n vfmadd231ps %%zmm1, %%zmm1, %%zmm5\n"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm6\n vfmadd231ps %%zmm1, %%zmm1, %%zmm7\n"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm8\n vfmadd231ps %%zmm1, %%zmm1, %%zmm9\n"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm10\n vfmadd231ps %%zmm1, %%zmm1, %%zmm11\n"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm12\n vfmadd231ps %%zmm1, %%zmm1, %%zmm13\n"
-      "dec %%rcx\n jnz 1b\n"
-      :
-      : "r"(kFmaIterations)
-      : "rcx", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-        "xmm13", "memory");
-  return 12.0 * kFmaIterations * 16 * 2 / seconds_since(t0) * 1e-9;
-}
+#define PAGODA_FMA(R, n) "vfmadd231ps %%" R "1, %%" R "1, %%" R #n "\n"
+#define PAGODA_FMA_PEAK(R, LANES)                                                                                  \
+  const auto t0 = Clock::now();                                                                                  \
+  asm volatile("vxorps %%xmm1, %%xmm1, %%xmm1\n"                                                                 \
+               "mov %0, %%rcx\n"                                                                                 \
+               "1:\n" PAGODA_FMA(R, 2) PAGODA_FMA(R, 3) PAGODA_FMA(R, 4) PAGODA_FMA(R, 5) PAGODA_FMA(R, 6)       \
+                   PAGODA_FMA(R, 7) PAGODA_FMA(R, 8) PAGODA_FMA(R, 9) PAGODA_FMA(R, 10) PAGODA_FMA(R, 11)          \
+                       PAGODA_FMA(R, 12) PAGODA_FMA(R, 13) "dec %%rcx\n jnz 1b\n"                              \
+               :                                                                                                 \
+               : "r"(kFmaIterations)                                                                             \
+               : "rcx", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
+                 "xmm12", "xmm13", "memory");                                                                    \
+  return 12.0 * kFmaIterations * (LANES) * 2 / seconds_since(t0) * 1e-9
 
-__attribute__((target("avx2,fma"))) double fma_peak_256() {
-  const auto t0 = Clock::now();
-  asm volatile(
-      "vxorps %%xmm1, %%xmm1, %%xmm1\n"
-      "mov %0, %%rcx\n"
-      "1:\n"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm2\n vfmadd231ps %%ymm1, %%ymm1, %%ymm3\n"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm4\n vfmadd231ps %%ymm1, %%ymm1, %%ymm5\n"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm6\n vfmadd231ps %%ymm1, %%ymm1, %%ymm7\n"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm8\n vfmadd231ps %%ymm1, %%ymm1, %%ymm9\n"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm10\n vfmadd231ps %%ymm1, %%ymm1, %%ymm11\n"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm12\n vfmadd231ps %%ymm1, %%ymm1, %%ymm13\n"
-      "dec %%rcx\n jnz 1b\n"
-      :
-      : "r"(kFmaIterations)
-      : "rcx", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-        "xmm13", "memory");
-  return 12.0 * kFmaIterations * 8 * 2 / seconds_since(t0) * 1e-9;
-}
+__attribute__((target("avx512f"))) double fma_peak_512() { PAGODA_FMA_PEAK("zmm", 16); }
+__attribute__((target("avx2,fma"))) double fma_peak_256() { PAGODA_FMA_PEAK("ymm", 8); }
+
+#undef PAGODA_FMA_PEAK
+#undef PAGODA_FMA
 
 }  // namespace
 
