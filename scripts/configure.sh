@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # Configures one build folder for one purpose, forcing every option that purpose depends on, so that a folder
 # configured before for another purpose (say, the demo's) cannot silently carry its options over.
-# Usage: configure.sh release|asan|fuzz BUILD_DIR
-#   release  Release build of the binary and every test (the demo builds only its `pagoda` target from it)
-#   asan     RelWithDebInfo with ASan+UBSan, unit and golden tests
-#   fuzz     clang, libFuzzer targets only
+# Usage: configure.sh release|sanitize BUILD_DIR
+#   release   Release build of the binary and every test (the demo builds only its `pagoda` target from it)
+#   sanitize  clang, -O2 with line tables, ASan+UBSan and libFuzzer's coverage: one tree (one compile of the
+#             library) for both the unit and golden tests under the sanitizers and the libFuzzer targets
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode="${1:?usage: configure.sh release|asan|fuzz BUILD_DIR}"
-dir="${2:?usage: configure.sh release|asan|fuzz BUILD_DIR}"
+mode="${1:?usage: configure.sh release|sanitize BUILD_DIR}"
+dir="${2:?usage: configure.sh release|sanitize BUILD_DIR}"
 case "$mode" in
   release) cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_BUILD_TESTS=ON \
              -DPAGODA_SANITIZE=OFF -DPAGODA_FUZZ=OFF >/dev/null ;;
-  asan)    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_BUILD_TESTS=ON \
-             -DPAGODA_SANITIZE=ON -DPAGODA_FUZZ=OFF >/dev/null ;;
-  fuzz)    CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_BUILD_TESTS=OFF \
-             -DPAGODA_SANITIZE=OFF -DPAGODA_FUZZ=ON >/dev/null ;;
-  *) echo "configure.sh: unknown mode '$mode' (release, asan or fuzz)" >&2; exit 2 ;;
+  sanitize) CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+             "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" -DPAGODA_BUILD_TESTS=ON \
+             -DPAGODA_SANITIZE=ON -DPAGODA_FUZZ=ON >/dev/null ;;
+  *) echo "configure.sh: unknown mode '$mode' (release or sanitize)" >&2; exit 2 ;;
 esac

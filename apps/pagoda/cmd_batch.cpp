@@ -11,6 +11,7 @@
 #include "anchor_setup.h"
 #include "api/request_json.h"
 #include "commands.h"
+#include "default_model.h"
 #include "util/json_depth.h"
 #include "engine/engine.h"
 #include "engine_flags.h"
@@ -212,7 +213,7 @@ int run_batch(const BatchOptions& o) {
 void add_batch_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<BatchOptions>();
   CLI::App* cmd = app.add_subcommand("batch", "Run a file of requests through the continuous-batching engine");
-  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder")->required();
+  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder (default: SmolLM2, see README)");
   cmd->add_option("--input", opts->input_path, "Requests, one JSON object per line")->required();
   cmd->add_option("--output", opts->output_path, "Results, one JSON object per line, in input order")->required();
   cmd->add_option("--seed", opts->seed, "Seeds the requests that bring none (default 0)")->check(uint64_text());
@@ -225,7 +226,14 @@ void add_batch_command(CLI::App& app, Action& action) {
   cmd->add_option("--anchor-max-tokens", opts->anchor_max_tokens, "Most tokens an anchor may have (default 512)")
       ->check(CLI::Range(1, 1 << 20));
   add_engine_flags(*cmd, opts->engine);
-  cmd->callback([opts, &action] { action = [opts] { return run_batch(*opts); }; });
+  cmd->callback([opts, &action] {
+    action = [opts] {
+      auto path = resolve_model_path(opts->model_path);  // no MODEL: the default model
+      if (!path.ok()) return fail(path.error().message);
+      opts->model_path = *path;
+      return run_batch(*opts);
+    };
+  });
 }
 
 }  // namespace pagoda::cli

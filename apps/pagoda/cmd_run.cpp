@@ -6,6 +6,7 @@
 #include <random>
 
 #include "commands.h"
+#include "default_model.h"
 #include "engine_flags.h"
 #include "engine/sequence_runner.h"
 #include "model/model.h"
@@ -103,7 +104,7 @@ int run(const RunOptions& o) {
 void add_run_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streaming it to stdout");
-  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder")->required();
+  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder (default: SmolLM2, see README)");
   cmd->add_option("-p,--prompt", opts->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", opts->n_predict, "Tokens to generate (default 128)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
@@ -119,7 +120,14 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-echo", opts->no_echo, "Print only the continuation, not the prompt before it (text format)");
   add_kv_cache_dtype_flag(*cmd, opts->kv_cache_dtype);
   add_threads_flag(*cmd, opts->threads);
-  cmd->callback([opts, &action] { action = [opts] { return run(*opts); }; });
+  cmd->callback([opts, &action] {
+    action = [opts] {
+      auto path = resolve_model_path(opts->model_path);  // no MODEL: the default model
+      if (!path.ok()) return fail(path.error().message);
+      opts->model_path = *path;
+      return run(*opts);
+    };
+  });
 }
 
 }  // namespace pagoda::cli

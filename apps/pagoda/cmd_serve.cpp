@@ -18,6 +18,7 @@
 
 #include "chat_template_flags.h"
 #include "commands.h"
+#include "default_model.h"
 #include "engine/engine.h"
 #include "engine_flags.h"
 #include "model/model.h"
@@ -173,7 +174,7 @@ int run_serve(const ServeOptions& o) {
 void add_serve_command(CLI::App& app, Action& action) {
   auto opts = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat, metrics)");
-  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder")->required()->check(CLI::ExistingPath);
+  cmd->add_option("model", opts->model_path, "Model: a GGUF file or a Hugging Face folder (default: SmolLM2, see README)")->check(CLI::ExistingPath);
   cmd->add_option("--host", opts->host, "Address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", opts->port, "Port (default 8000; 0 picks a free one)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", opts->api_key, "Require 'Authorization: Bearer KEY'");
@@ -204,7 +205,14 @@ void add_serve_command(CLI::App& app, Action& action) {
                   "Largest share of the KV pool that pinned anchors may hold (default 0.25)")
       ->check(finite_range(0, 1));
   add_engine_flags(*cmd, opts->engine);
-  cmd->callback([opts, &action] { action = [opts] { return run_serve(*opts); }; });
+  cmd->callback([opts, &action] {
+    action = [opts] {
+      auto path = resolve_model_path(opts->model_path);  // no MODEL: the default model
+      if (!path.ok()) return fail(path.error().message);
+      opts->model_path = *path;
+      return run_serve(*opts);
+    };
+  });
 }
 
 }  // namespace pagoda::cli

@@ -24,6 +24,7 @@ void add_template_command(CLI::App& app, Action& action);
 void add_version_command(CLI::App& app, Action& action);
 void add_anchor_command(CLI::App& app, Action& action);
 void add_warmstart_command(CLI::App& app, Action& action);
+void add_perplexity_command(CLI::App& app, Action& action);
 
 // Prints "pagoda: error: <message>" on stderr and returns the exit code for a failed command.
 int fail(const std::string& message);

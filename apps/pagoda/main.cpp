@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_version_command(app, action);
   pagoda::cli::add_anchor_command(app, action);
   pagoda::cli::add_warmstart_command(app, action);
+  pagoda::cli::add_perplexity_command(app, action);
   app.set_version_flag("--version", [] {
     std::string report = pagoda::cli::version_report(/*system=*/false);
     report.pop_back();  // CLI11 ends the message with its own newline

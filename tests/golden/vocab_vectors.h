@@ -21,9 +21,9 @@ struct VectorCase {
   std::vector<TokenId> ids;
 };
 
-// Mirrors read_tests() in llama.cpp's tests/test-tokenizer-0.cpp.
-inline std::vector<VectorCase> read_vectors(const std::string& vocab_path) {
-  const std::string raw = read_text_file(vocab_path + ".inp");
+// Mirrors read_tests() in llama.cpp's tests/test-tokenizer-0.cpp: texts from inp_path, ids from out_path.
+inline std::vector<VectorCase> read_vectors(const std::string& inp_path, const std::string& out_path) {
+  const std::string raw = read_text_file(inp_path);
   std::vector<std::string> texts;
   const std::string sep = "\n__ggml_vocab_test__\n";
   for (size_t pos = 0; pos < raw.size();) {
@@ -35,7 +35,7 @@ inline std::vector<VectorCase> read_vectors(const std::string& vocab_path) {
     texts.push_back(raw.substr(pos, next - pos));
     pos = next + sep.size();
   }
-  std::ifstream out(vocab_path + ".out");
+  std::ifstream out(out_path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(out, line);) lines.push_back(line);
   if (texts.size() != lines.size()) return {};
@@ -48,6 +48,9 @@ inline std::vector<VectorCase> read_vectors(const std::string& vocab_path) {
     cases.push_back(std::move(c));
   }
   return cases;
+}
+inline std::vector<VectorCase> read_vectors(const std::string& vocab_path) {
+  return read_vectors(vocab_path + ".inp", vocab_path + ".out");
 }
 
 }  // namespace pagoda

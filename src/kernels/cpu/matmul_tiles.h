@@ -17,13 +17,15 @@
 // tail) and one reduce(), whatever the tile shape, so results are independent of batch composition.
 #pragma once
 
+#include "kernels/cpu/isa_namespace.h"
+
 #include <array>
 #include <cstdint>
 #include <utility>
 
 #include "kernels/cpu/weight_matrix.h"
 
-namespace pagoda::kernels::tiles {
+namespace pagoda::kernels::inline PAGODA_ISA_NAMESPACE::tiles {
 
 // Tokens are processed in chunks so the activations of a chunk stay in L2 while weight rows stream past:
 // kTokenChunk tokens, unless their activations exceed kChunkL2Bytes (rows longer than 3,072 at 64 tokens: an FFN's

@@ -19,6 +19,8 @@
 // the block size, the batch, the thread count or the split.
 #pragma once
 
+#include "kernels/cpu/isa_namespace.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -28,7 +30,7 @@
 
 #include "kernels/cpu/paged_attention.h"
 
-namespace pagoda::attention_impl {
+namespace pagoda::inline PAGODA_ISA_NAMESPACE::attention_impl {
 
 constexpr int kMaxHeadVecs = 16;  // head_dim <= 256
 constexpr int kMaxGroup = 8;      // query heads per fused job (more share a KV head: several jobs)

@@ -60,32 +60,10 @@ void quantize_q8_k(const float* x, BlockQ8_K& y) {
 
 // --- portable dots: legacy types against Q8_0 / Q8_1 ------------------------------------------------------------
 
-// One block's update of its set of 8 lanes: lane j += (sum of level(i) * x_i over i = 4j .. 4j + 3) * scale.
-template <class Level>
-void accumulate_lanes(float lanes[kLanes32], const int8_t* xq, float scale, Level level) {
-  for (int j = 0; j < kLanes32; ++j) {
-    int32_t partial = 0;
-    for (int i = 4 * j; i < 4 * j + 4; ++i) partial += level(i) * xq[i];
-    lanes[j] = std::fma(static_cast<float>(partial), scale, lanes[j]);
-  }
-}
-
-// Q5_0: signed levels level(block, i) for i < 32, one scale, in the 16 float lanes.
-template <class Block, class Level>
-float dot_signed_levels(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
-  const auto* w = blocks_of<Block>(wr);
-  const auto* x = blocks_of<BlockQ8_0>(xr);
-  float lanes[kFloatLanes32] = {};
-  for (int64_t b = 0; b < K / kQK; ++b)
-    accumulate_lanes(lanes + kLanes32 * (b % 2), x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
-                     [&](int i) { return level(w[b], i); });
-  return reduce16(lanes);
-}
-
 int nibble(const uint8_t* qs, int j) { return j < kQK / 2 ? (qs[j] & 0xF) : (qs[j - kQK / 2] >> 4); }
 int fifth_bit(const uint8_t* qh, int j) { return static_cast<int>((load_u32(qh) >> j) & 1) << 4; }
 
-// Q8_0, Q4_0 and IQ4_NL, the block-exact types: per block the exact sum of level(block, i) * x_i over all 32
+// Q8_0, Q4_0, Q5_0 and IQ4_NL, the block-exact types: per block the exact sum of level(block, i) * x_i over all 32
 // elements, then block_exact_update (the packed kernels' lane-per-row arithmetic, quant_dot_packed.h).
 template <class Block, class Level>
 float dot_block_exact(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
@@ -111,23 +89,25 @@ float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
       w, x, K, [](const BlockIQ4_NL& b, int j) { return static_cast<int>(kIQ4Values[nibble(b.qs, j)]); });
 }
 float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot_signed_levels<BlockQ5_0>(
+  return dot_block_exact<BlockQ5_0>(
       w, x, K, [](const BlockQ5_0& b, int j) { return (nibble(b.qs, j) | fifth_bit(b.qh, j)) - 16; });
 }
 
-// Q4_1 and Q5_1 against Q8_1: unsigned levels, a scale and a min.
+// Q4_1 and Q5_1 against Q8_1: unsigned levels, a scale and a min. Block-exact as well: the exact sum of
+// level * x over the block, block_exact_update into one running sum; the mins' running sum beside it
+// (min_update); the result is their sum.
 template <class Block, class Level>
 float dot_levels_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K, Level level) {
   const auto* w = blocks_of<Block>(wr);
   const auto* x = blocks_of<BlockQ8_1>(xr);
-  float lanes[kFloatLanes32] = {};
-  float mins = 0.0f;
+  float acc = 0.0f, mins = 0.0f;
   for (int64_t b = 0; b < K / kQK; ++b) {
-    accumulate_lanes(lanes + kLanes32 * (b % 2), x[b].qs, f16_to_f32(w[b].d) * f16_to_f32(x[b].d),
-                     [&](int i) { return level(w[b], i); });
-    mins = mins + f16_to_f32(w[b].m) * f16_to_f32(x[b].s);
+    int32_t sum = 0;
+    for (int i = 0; i < kQK; ++i) sum += level(w[b], i) * x[b].qs[i];
+    acc = block_exact_update(acc, sum, f16_to_f32(w[b].d), f16_to_f32(x[b].d));
+    mins = min_update(mins, f16_to_f32(w[b].m), f16_to_f32(x[b].s));
   }
-  return reduce16(lanes) + mins;
+  return acc + mins;
 }
 float dot_q4_1(const uint8_t* w, const uint8_t* x, int64_t K) {
   return dot_levels_with_min<BlockQ4_1>(w, x, K, [](const BlockQ4_1& b, int j) { return nibble(b.qs, j); });

@@ -4,8 +4,8 @@
 //
 // The exact arithmetic (docs/kernels.md, "Quantized weights"): per block, integer sums that are exact in int32
 // (sum_i q_w * q_x, scaled by the block's integer sub-scales; for types with mins also sum_j m_j * bsum_j), then
-// float updates in block order with the formulas of quant_dot_combine.h (one running sum per row for Q8_0, Q4_0,
-// IQ4_NL and the super-block types; 16 lanes for Q4_1, Q5_0, Q5_1). The SIMD builds, row-major or packed
+// float updates in block order with the formulas of quant_dot_combine.h (one running sum per row, and for Q4_1 /
+// Q5_1 the mins' running sum beside it). The SIMD builds, row-major or packed
 // (quant_dot_packed.h), compute the same integers (in any order: integers are exact) and the same float operations,
 // so every build gives the same bits, for any batch, thread count or ISA.
 #pragma once

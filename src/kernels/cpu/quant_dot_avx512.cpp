@@ -19,28 +19,12 @@ struct VnniOps {
 
 }  // namespace
 
-namespace {
-
-// The 32-element types against Q8_0 activations on zmm pairs of blocks; the rest as quant_simd builds them.
-template <class Kind>
-void use_zmm(QuantKernels& k) {
-  k.dot = quant_zmm::dot32<Kind>;
-  k.tile = quant_zmm::tile32<Kind, 4, 4>;  // 16 zmm accumulators of 32
-  k.tile_rows = k.tile_tokens = 4;
-  k.prepared_bytes = quant_zmm::prepared_bytes;
-  k.prepare = quant_zmm::prepare<Kind>;
-  k.dot_prepared = quant_zmm::dot_prepared<Kind>;
-}
-
-}  // namespace
-
 QuantDotFn quant_dot_avx512(GgmlType weight) { return quant_kernels_avx512(weight).dot; }
 
 // Tiles of 4 rows x 4 tokens (32 ymm registers: 16 accumulators).
 QuantKernels quant_kernels_avx512(GgmlType weight) {
   QuantKernels k = quant_simd::kernels_for<VnniOps, 4, 4>(weight);
   switch (weight) {
-    case GgmlType::Q5_0: use_zmm<quant_zmm::OffsetQ5_0>(k); break;
     case GgmlType::Q4_K:
       k.tile = quant_zmm::tile_q4_k<2, 4>;
       k.tile_rows = 2;

@@ -2,6 +2,8 @@
 // Shared by the portable and SIMD builds (compiled with -ffp-contract=off), so all give the same bits.
 #pragma once
 
+#include "kernels/cpu/isa_namespace.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -9,33 +11,19 @@
 #include "io/quant_blocks.h"
 #include "util/fp16.h"
 
-namespace pagoda::quant_combine {
+namespace pagoda::inline PAGODA_ISA_NAMESPACE::quant_combine {
 
-// Q4_1, Q5_0 and Q5_1 keep 16 float lanes, two sets of 8: block b updates set b % 2, and lane j of that set sums,
-// over its blocks in order, the integer partial sum of the block's elements 4j .. 4j + 3 times the block's scale
-// d_w * d_x, with one fused multiply-add:
-//   lane[8 * (b % 2) + j] = fma(float(partial[j]), d_w * d_x, lane[8 * (b % 2) + j]).
-// (Two sets, so that a 512-bit register holds a pair of blocks.) The row's result is reduce16(lane) (+ the mins'
-// sum for Q4_1 / Q5_1: sum over blocks of m_w * s_x, in order).
-constexpr int kLanes32 = 8;   // int32 partials per block (and lane sums per activation block)
-constexpr int kFloatLanes32 = 2 * kLanes32;
+// Sums of 4 consecutive elements per 32-element block: a Q8_0 activation row's lane sums (quant_dot.h).
+constexpr int kLanes32 = 8;
 
-// u[i] = l[i] + l[i + 4]; v[i] = u[i] + u[i + 2]; result v[0] + v[1].
-inline float reduce8(const float l[kLanes32]) {
-  const float u0 = l[0] + l[4], u1 = l[1] + l[5], u2 = l[2] + l[6], u3 = l[3] + l[7];
-  return (u0 + u2) + (u1 + u3);
-}
-// The two sets added lane by lane (even blocks' + odd blocks'), then reduce8.
-inline float reduce16(const float l[kFloatLanes32]) {
-  float u[kLanes32];
-  for (int i = 0; i < kLanes32; ++i) u[i] = l[i] + l[i + kLanes32];
-  return reduce8(u);
-}
-// Q8_0, Q4_0 and IQ4_NL (block-exact): one running sum per row; block b's exact integer sum over its 32 elements
+// The 32-element types (block-exact): one running sum per row; block b's exact integer sum over its 32 elements
 // updates it with one fused multiply-add by the block's scale d_w * d_x.
 inline float block_exact_update(float acc, int32_t sum, float d_w, float d_x) {
   return std::fma(static_cast<float>(sum), d_w * d_x, acc);
 }
+// Q4_1 and Q5_1: the mins' running sum, mins + m_w * s_x (s_x = the activation block's d * sum of its levels, f16);
+// the row's result is acc + mins.
+inline float min_update(float mins, float m_w, float s_x) { return mins + m_w * s_x; }
 // K-quants with mins: acc + (d_w * d_x) * sumi - (dmin_w * d_x) * summ.
 inline float k_with_min(float acc, int32_t sumi, int32_t summ, float d_w, float dmin_w, float d_x) {
   return acc + (d_w * d_x) * static_cast<float>(sumi) - (dmin_w * d_x) * static_cast<float>(summ);

@@ -29,6 +29,9 @@ struct Layout {
 const Layout* layout(GgmlType type) {
   static const Layout q8_0{{{0, 2, 2}, {2, 32, 4}}, 2, 34, 32};
   static const Layout q4_0{{{0, 2, 2}, {2, 16, 4}}, 2, 18, 32};  // also IQ4_NL: f16 d, then 16 bytes of nibbles
+  static const Layout q4_1{{{0, 2, 2}, {2, 2, 2}, {4, 16, 4}}, 3, 20, 32};              // d, m, qs
+  static const Layout q5_0{{{0, 2, 2}, {2, 4, 4}, {6, 16, 4}}, 3, 22, 32};              // d, qh, qs
+  static const Layout q5_1{{{0, 2, 2}, {2, 2, 2}, {4, 4, 4}, {8, 16, 4}}, 4, 24, 32};  // d, m, qh, qs
   static const Layout q4_k{{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}, 4, 144, 256};
   // IQ4_XS: d, scales_h, scales_l, qs (sub-block j: bytes 16j.., low nibbles its first 16 elements).
   static const Layout iq4_xs{{{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 128, 4}}, 4, 136, 256};
@@ -39,6 +42,9 @@ const Layout* layout(GgmlType type) {
     case GgmlType::Q8_0: return &q8_0;
     case GgmlType::Q4_0:
     case GgmlType::IQ4_NL: return &q4_0;
+    case GgmlType::Q4_1: return &q4_1;
+    case GgmlType::Q5_0: return &q5_0;
+    case GgmlType::Q5_1: return &q5_1;
     case GgmlType::Q4_K: return &q4_k;
     case GgmlType::Q5_K: return &q5_k;
     case GgmlType::IQ4_XS: return &iq4_xs;
@@ -116,6 +122,9 @@ PackedKernels packed_kernels_portable(GgmlType type) {
     case GgmlType::Q8_0: return {tile_portable<GgmlType::Q8_0>, 64};
     case GgmlType::Q4_0: return {tile_portable<GgmlType::Q4_0>, 64};
     case GgmlType::IQ4_NL: return {tile_portable<GgmlType::IQ4_NL>, 64};
+    case GgmlType::Q4_1: return {tile_portable<GgmlType::Q4_1>, 64};
+    case GgmlType::Q5_0: return {tile_portable<GgmlType::Q5_0>, 64};
+    case GgmlType::Q5_1: return {tile_portable<GgmlType::Q5_1>, 64};
     case GgmlType::Q4_K: return {tile_portable<GgmlType::Q4_K>, 64};
     case GgmlType::Q5_K: return {tile_portable<GgmlType::Q5_K>, 64};
     case GgmlType::IQ4_XS: return {tile_portable<GgmlType::IQ4_XS>, 64};

@@ -2,7 +2,9 @@
 // (or two 256-bit ones) holds 4 bytes of each of the 16 rows and every lane of an integer dot is one row. A block's
 // integer sum then ends in its row's own lane with no horizontal sum, and its float update (convert, scale, fused
 // multiply-add) runs once per 16 rows instead of once per row. This is how these three types always run in matmul;
-// the row-major file bytes stay the reference (dequantize, embedding rows, the portable dot).
+// the row-major file bytes stay the reference (dequantize, embedding rows, the portable dot). Q4_1, Q5_0 and Q5_1
+// pack the same way, field by field (quant_dot_packed.cpp: d[16], Q4_1 / Q5_1's m[16], Q5_0 / Q5_1's
+// qh[1][16][4] - each row's 32 fifth bits in its own lane - and qs[4][16][4]).
 //
 // Packed layout of a matrix of R rows and K columns (nb = K / 32 blocks per row), G = ceil(R / 16) groups, each
 // [nb] records of 16 rows' block b (rows past R are zero padding):
@@ -30,7 +32,7 @@ namespace pagoda {
 
 constexpr int kPackRows = 16;
 
-// Whether matmul packs this weight type (Q8_0, Q4_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS).
+// Whether matmul packs this weight type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS).
 bool packs_for_matmul(GgmlType type);
 // Bytes of one group's records: nb * 16 * (bytes of one block).
 size_t packed_group_bytes(GgmlType type, int64_t cols);

@@ -102,6 +102,83 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
   }
 }
 
+// Q4_1 and Q5_1 (unsigned levels and a min, against Q8_1) and Q5_0 (levels q - 16, against Q8_0), 8 rows at a
+// time (record: quant_dot_packed_avx512.cpp's tile_legacy). The fifth bits: one byte shuffle brings byte e / 8 of
+// each row's qh under the 4 bytes of level vector i (elements e .. e + 3), a compare against bits e % 8 .. e % 8 + 3
+// marks the set ones, 16 is or-ed in. maddubs of the unsigned levels and broadcast activations sum in int16: the
+// 4-bit levels' 8 vectors at once (8 * 2 * 15 * 127 < 32767), the 5-bit levels' in two runs of 4
+// (4 * 2 * 31 * 127 < 32767), each run one madd into int32. Then block_exact_update, and min_update beside it, in
+// every lane: the portable dot's operations.
+template <bool kMin, bool kFiveBits, int kTokens>
+void tile_legacy(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                 int n_rows) {
+  constexpr size_t kBlock = kMin ? (kFiveBits ? sizeof(BlockQ5_1) : sizeof(BlockQ4_1)) : sizeof(BlockQ5_0);
+  constexpr size_t kRecord = kPackRows * kBlock;
+  constexpr size_t kMinAt = 2 * kPackRows, kQhAt = kMin ? 4 * kPackRows : 2 * kPackRows;
+  constexpr size_t kQsAt = kQhAt + (kFiveBits ? 4 * kPackRows : 0);
+  const int64_t nb = K / kQK;
+  const __m256i m4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
+  const __m256i lane_bytes = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404, 0x08080808, 0x0C0C0C0C);
+  for (int half = 0; half < 2 && 8 * half < n_rows; ++half) {
+    __m256 acc[kTokens], mins[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = mins[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = group + b * kRecord;
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * half)));
+      __m256i lv[8];
+      for (int c = 0; c < 4; ++c) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQsAt + 64 * c + 32 * half));
+        lv[2 * c] = _mm256_and_si256(bytes, m4);
+        lv[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+      }
+      if constexpr (kFiveBits) {
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQhAt + 32 * half));
+        for (int i = 0; i < 8; ++i) {
+          const int e = x_offset_nibbles(i), o = e % 8;
+          const __m256i bytes = _mm256_shuffle_epi8(qh, _mm256_add_epi8(lane_bytes, _mm256_set1_epi8(static_cast<char>(e / 8))));
+          const __m256i bits = _mm256_set1_epi32(static_cast<int>((1u << o) | (2u << (o + 8)) | (4u << (o + 16)) | (8u << (o + 24))));
+          const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bits), bits);
+          lv[i] = _mm256_or_si256(lv[i], _mm256_and_si256(set, sixteen));
+        }
+      }
+      [[maybe_unused]] __m256 mw;
+      if constexpr (kMin) mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kMinAt + 16 * half)));
+      for (int t = 0; t < kTokens; ++t) {
+        const uint8_t* xrow = x0 + t * x_stride;
+        const int8_t* q;
+        float dx;
+        __m256i sum;
+        if constexpr (kMin) {
+          const BlockQ8_1& xb = reinterpret_cast<const BlockQ8_1*>(xrow)[b];
+          q = xb.qs;
+          dx = _cvtsh_ss(xb.d);
+          sum = _mm256_setzero_si256();
+        } else {
+          const TokenRow row(xrow, K);
+          q = row.qs(b);
+          dx = row.scale(b);
+          sum = _mm256_set1_epi32(-16 * row.block_sum(b));
+        }
+        constexpr int kRun = kFiveBits ? 4 : 8;
+        for (int run = 0; run < 8; run += kRun) {
+          __m256i s16 = _mm256_maddubs_epi16(lv[run], broadcast4(q + x_offset_nibbles(run)));
+          for (int i = run + 1; i < run + kRun; ++i)
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[i], broadcast4(q + x_offset_nibbles(i))));
+          sum = _mm256_add_epi32(sum, _mm256_madd_epi16(s16, ones));
+        }
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[t]);
+        if constexpr (kMin) {
+          const float sx = _cvtsh_ss(reinterpret_cast<const BlockQ8_1*>(xrow)[b].s);
+          mins[t] = _mm256_add_ps(mins[t], _mm256_mul_ps(mw, _mm256_set1_ps(sx)));
+        }
+      }
+    }
+    if constexpr (kMin)
+      for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_add_ps(acc[t], mins[t]);
+    store_rows(acc, y + 8 * half, y_stride, n_rows - 8 * half);
+  }
+}
+
 // Q4_K (and Q5_K) against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_q45_k). Per
 // sub-block and token, maddubs of levels and broadcast activations sum in int16: Q4_K's 8 at once (at most
 // 8 * 2 * 15 * 128 < 32767), Q5_K's in two runs of 4 (levels up to 31: 4 * 2 * 31 * 128 < 32767); one madd with
@@ -309,6 +386,15 @@ struct Tile32 {
     }
   };
 };
+template <bool kMin, bool kFiveBits>
+struct TileLegacy {
+  template <int kTokens>
+  struct Of {
+    static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+      tile_legacy<kMin, kFiveBits, kTokens>(g, x0, xs, K, y, ys, n_rows);
+    }
+  };
+};
 template <int kTokens>
 struct TileQ4_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
@@ -341,6 +427,9 @@ PackedKernels packed_kernels_avx2(GgmlType type) {
     case GgmlType::Q8_0: return {tile_any<Tile32<SignedHalf<0>>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Half>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_NL: return {tile_any<Tile32<SignedHalf<1>>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q4_1: return {tile_any<TileLegacy<true, false>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q5_0: return {tile_any<TileLegacy<false, true>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q5_1: return {tile_any<TileLegacy<true, true>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_XS: return {tile_any<TileIQ4_XS, kMaxTokens>, kMaxTokens};

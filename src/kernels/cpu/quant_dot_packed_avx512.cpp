@@ -1,4 +1,4 @@
-// Packed Q8_0 / Q4_0 / IQ4_NL against Q8_0 activations on AVX-512 VNNI: lane r of every zmm is row r of the group.
+// Packed Q8_0 / Q4_0 / IQ4_NL against Q8_0 activations (and Q4_1, Q5_0, Q5_1: tile_legacy) on AVX-512 VNNI: lane r of every zmm is row r of the group.
 // Per block, 8 level vectors (64 bytes of 16 rows each) are made once and meet each token's 4-byte groups,
 // broadcast, in 8 dpbusd (unsigned levels x signed activations, no saturation); the token's seed removes the
 // levels' offset: sum (v + off) x - off sum x. Then one conversion, one scale product and one fma per 16 rows:
@@ -72,6 +72,70 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
   }
   const __mmask16 valid = static_cast<__mmask16>((1u << n_rows) - 1);
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
+}
+
+// Q4_1 and Q5_1 (unsigned levels and a min, against Q8_1) and Q5_0 (levels q - 16, against Q8_0). Record
+// (quant_dot_packed.cpp): d[16] (f16), Q4_1 / Q5_1's m[16] (f16), Q5_0 / Q5_1's qh[16][4] (lane r: row r's 32
+// fifth bits), qs[4][16][4] as Q4_0's. Level vector i holds elements e .. e + 3, e = x_offset_nibbles(i), of every
+// row: the nibbles, and for the five-bit types bit 4 from qh: one byte shuffle brings byte e / 8 of each lane's qh
+// under its 4 bytes, a test against bits e % 8 .. e % 8 + 3 gives the byte mask of set bits, a masked move adds 16.
+// Per token, 8 dpbusd give each row's exact sum of q x (Q5_0 seeded with -16 * the block's sum of x); then
+// block_exact_update, and min_update beside it, in every lane: the portable dot's operations.
+template <bool kMin, bool kFiveBits, int kTokens>
+void tile_legacy(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                 int n_rows) {
+  constexpr size_t kBlock = kMin ? (kFiveBits ? sizeof(BlockQ5_1) : sizeof(BlockQ4_1)) : sizeof(BlockQ5_0);
+  constexpr size_t kRecord = kPackRows * kBlock;
+  constexpr size_t kMinAt = 2 * kPackRows, kQhAt = kMin ? 4 * kPackRows : 2 * kPackRows;
+  constexpr size_t kQsAt = kQhAt + (kFiveBits ? 4 * kPackRows : 0);
+  const int64_t nb = K / kQK;
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  const __m512i lane_bytes = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);
+  __m512 acc[kTokens], mins[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = mins[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRecord;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    __m512i lv[8];
+    Q4_0Levels::levels(rec + kQsAt, lv);
+    if constexpr (kFiveBits) {
+      const __m512i qh = _mm512_loadu_si512(rec + kQhAt);
+      for (int i = 0; i < 8; ++i) {
+        const int e = x_offset_nibbles(i), o = e % 8;
+        const __m512i bytes = _mm512_shuffle_epi8(qh, _mm512_add_epi8(lane_bytes, _mm512_set1_epi8(static_cast<char>(e / 8))));
+        const __m512i bits = _mm512_set1_epi32(static_cast<int>((1u << o) | (2u << (o + 8)) | (4u << (o + 16)) | (8u << (o + 24))));
+        lv[i] = _mm512_or_si512(lv[i], _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(bytes, bits), sixteen));
+      }
+    }
+    [[maybe_unused]] __m512 mw;
+    if constexpr (kMin) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kMinAt)));
+    for (int t = 0; t < kTokens; ++t) {
+      const uint8_t* xrow = x0 + t * x_stride;
+      const int8_t* q;
+      float dx;
+      __m512i sum;
+      if constexpr (kMin) {
+        const BlockQ8_1& xb = reinterpret_cast<const BlockQ8_1*>(xrow)[b];
+        q = xb.qs;
+        dx = _cvtsh_ss(xb.d);
+        sum = _mm512_setzero_si512();
+      } else {
+        const TokenRow row(xrow, K);
+        q = row.qs(b);
+        dx = row.scale(b);
+        sum = _mm512_set1_epi32(-16 * row.block_sum(b));
+      }
+      for (int i = 0; i < 8; ++i) sum = _mm512_dpbusd_epi32(sum, lv[i], _mm512_set1_epi32(load_i32(q + x_offset_nibbles(i))));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
+      if constexpr (kMin) {
+        const float sx = _cvtsh_ss(reinterpret_cast<const BlockQ8_1*>(xrow)[b].s);
+        mins[t] = _mm512_add_ps(mins[t], _mm512_mul_ps(mw, _mm512_set1_ps(sx)));
+      }
+    }
+  }
+  const __mmask16 valid = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < kTokens; ++t)
+    _mm512_mask_storeu_ps(y + t * y_stride, valid, kMin ? _mm512_add_ps(acc[t], mins[t]) : acc[t]);
 }
 
 // Q4_K (and Q5_K) against Q8_K. Record (quant_dot_packed.cpp): d[16], dmin[16] (f16), scales[12][16] (the 12
@@ -260,6 +324,15 @@ struct Tile32 {
     }
   };
 };
+template <bool kMin, bool kFiveBits>
+struct TileLegacy {
+  template <int kTokens>
+  struct Of {
+    static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+      tile_legacy<kMin, kFiveBits, kTokens>(g, x0, xs, K, y, ys, n_rows);
+    }
+  };
+};
 template <int kTokens>
 struct TileQ4_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
@@ -292,6 +365,9 @@ PackedKernels packed_kernels_avx512(GgmlType type) {
     case GgmlType::Q8_0: return {tile_any<Tile32<Q8_0Levels>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_0: return {tile_any<Tile32<Q4_0Levels>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_NL: return {tile_any<Tile32<IQ4_NLLevels>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q4_1: return {tile_any<TileLegacy<true, false>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q5_0: return {tile_any<TileLegacy<false, true>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q5_1: return {tile_any<TileLegacy<true, true>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_XS: return {tile_any<TileIQ4_XS, kMaxTokens>, kMaxTokens};

@@ -2,6 +2,8 @@
 // side of block b from a Q8_0 activation row (quant_dot.h) and the record geometry. Include only from those files.
 #pragma once
 
+#include "kernels/cpu/isa_namespace.h"
+
 #include <immintrin.h>
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_dot_packed.h"
 
-namespace pagoda::quant_packed {
+namespace pagoda::inline PAGODA_ISA_NAMESPACE::quant_packed {
 
 inline int32_t load_i32(const void* p) {
   int32_t v;

@@ -10,6 +10,8 @@
 //   static constexpr bool kUnsignedOffset;  // dot4 never saturates (VNNI): signed weights may go in as v + 128
 #pragma once
 
+#include "kernels/cpu/isa_namespace.h"
+
 #include <immintrin.h>
 
 #include <cstring>
@@ -19,7 +21,7 @@
 #include "kernels/cpu/quant_dot_combine.h"
 #include "util/fp16.h"
 
-namespace pagoda::quant_simd {
+namespace pagoda::inline PAGODA_ISA_NAMESPACE::quant_simd {
 
 using namespace quant_combine;
 
@@ -62,19 +64,6 @@ inline __m256i iq4_levels(const uint8_t* qs) {
   const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values));
   return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), unpack_nibbles(qs));
 }
-
-// One set of 8 float lanes of the 32-element types (quant_dot_combine.h): one block's int32 partials, converted and
-// fused-multiply-added with the block's scale; reduce16's tree at the end (reduce_sets).
-inline __m256 accumulate_lanes(__m256 lanes, __m256i partials, float scale) {
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(partials), _mm256_set1_ps(scale), lanes);
-}
-inline float reduce_lanes(__m256 lanes) {
-  const __m128 u = _mm_add_ps(_mm256_castps256_ps128(lanes), _mm256_extractf128_ps(lanes, 1));  // l[i] + l[i + 4]
-  const __m128 v = _mm_add_ps(u, _mm_movehl_ps(u, u));                                          // u[i] + u[i + 2]
-  return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));                                      // v[0] + v[1]
-}
-// reduce16 of the even blocks' set and the odd blocks' set.
-inline float reduce_sets(__m256 even, __m256 odd) { return reduce_lanes(_mm256_add_ps(even, odd)); }
 
 // Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0 activations. A Kind says how a weight block becomes registers (prep), what
 // an activation block contributes once for all rows (token), and how a pair gives the block's int32 partials.
@@ -138,105 +127,7 @@ struct KindOffset {
   static __m256i partials(const W& w, __m256i xq, __m256i t) { return Ops::dot4(t, w.q, xq); }
 };
 
-// kRows weight rows x kTokens activation rows: y[t * y_stride + r]. Each pair's lanes see exactly the operations
-// of the 1 x 1 tile (the single dot), so any tiling gives the same bits. Even blocks feed one set of lanes and odd
-// blocks the other, and the sets never mix before the end: large tiles run the even blocks, then the odd ones, with
-// one set of accumulators (16 ymm registers hold no more); small ones keep both sets.
-template <class Kind, int kRows, int kTokens>
-void tile32(const uint8_t* w0, size_t w_stride, const uint8_t* x0, size_t x_stride, int64_t K, float* y,
-            int64_t y_stride) {
-  using Block = typename Kind::Block;
-  using Acc = __m256[kRows][kTokens];
-  constexpr bool kTwoPasses = kRows * kTokens > 4;
-  const int64_t nb = K / kQK;
-  // One block's update of one set of accumulators (the set is always a compile-time choice of array, so the
-  // accumulators stay in registers).
-  auto block = [&](int64_t b, Acc& acc) {
-    typename Kind::W w[kRows];
-    __m256 dw[kRows];
-    for (int r = 0; r < kRows; ++r) {
-      const Block& blk = reinterpret_cast<const Block*>(w0 + r * w_stride)[b];
-      w[r] = Kind::prep(blk);
-      dw[r] = _mm256_set1_ps(half(blk.d));
-    }
-    for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x0 + t * x_stride)[b];
-      // The row's lane sums follow its blocks (quant_dot.h).
-      const uint8_t* lane_sums = x0 + t * x_stride + nb * sizeof(BlockQ8_0) + b * 32;
-      const __m256i xq = load32(xb.qs), tk = Kind::token(load32(lane_sums));
-      const __m256 dx = _mm256_set1_ps(half(xb.d));
-      for (int r = 0; r < kRows; ++r)  // the scale d_w * d_x is one float product, as in the portable code
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w[r], xq, tk)), _mm256_mul_ps(dw[r], dx),
-                                    acc[r][t]);
-    }
-  };
-  auto zero = [](Acc& acc) {
-    for (int r = 0; r < kRows; ++r)
-      for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm256_setzero_ps();
-  };
-  Acc even, odd;
-  zero(even);
-  zero(odd);
-  if constexpr (kTwoPasses) {
-    // 16 ymm registers hold one set of a large tile: the even blocks, then the odd ones.
-    for (int64_t b = 0; b < nb; b += 2) block(b, even);
-    for (int64_t b = 1; b < nb; b += 2) block(b, odd);
-  } else {
-    for (int64_t b = 0; b < nb; b += 2) {
-      block(b, even);
-      if (b + 1 < nb) block(b + 1, odd);
-    }
-  }
-  for (int r = 0; r < kRows; ++r)
-    for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = reduce_sets(even[r][t], odd[r][t]);
-}
-
-// Decode: the activation side of every block (levels, the Kind's token term, the scale as 8 lanes) laid out once per
-// token, [blocks][3][32 bytes], so a dot against many weight rows only loads it.
-inline size_t prepared_bytes32(int64_t K) { return static_cast<size_t>(K / kQK) * 3 * 32; }
-
-template <class Kind>
-void prepare32(const uint8_t* row, int64_t K, uint8_t* out) {
-  const int64_t nb = K / kQK;
-  const BlockQ8_0* xb = reinterpret_cast<const BlockQ8_0*>(row);
-  const uint8_t* lane_sums = row + nb * sizeof(BlockQ8_0);
-  __m256i* p = reinterpret_cast<__m256i*>(out);
-  for (int64_t b = 0; b < nb; ++b, p += 3) {
-    _mm256_store_si256(p, load32(xb[b].qs));
-    _mm256_store_si256(p + 1, Kind::token(load32(lane_sums + b * 32)));
-    _mm256_store_ps(reinterpret_cast<float*>(p + 2), _mm256_set1_ps(half(xb[b].d)));
-  }
-}
-
-template <class Kind>
-float dot32_prepared(const uint8_t* w0, const uint8_t* prepared, int64_t K) {
-  using Block = typename Kind::Block;
-  const int64_t nb = K / kQK;
-  const Block* blk = reinterpret_cast<const Block*>(w0);
-  const __m256i* p = reinterpret_cast<const __m256i*>(prepared);
-  auto block = [&](int64_t b, __m256 acc) {
-    const __m256i* q = p + 3 * b;
-    const auto w = Kind::prep(blk[b]);
-    const __m256 scale = _mm256_mul_ps(_mm256_set1_ps(half(blk[b].d)), _mm256_load_ps(reinterpret_cast<const float*>(q + 2)));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(Kind::partials(w, _mm256_load_si256(q), _mm256_load_si256(q + 1))), scale,
-                           acc);
-  };
-  __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();  // the even and odd blocks' sets
-  for (int64_t b = 0; b < nb; b += 2) {
-    even = block(b, even);
-    if (b + 1 < nb) odd = block(b + 1, odd);
-  }
-  return reduce_sets(even, odd);
-}
-
-template <class Kind>
-float dot32(const uint8_t* w, const uint8_t* x, int64_t K) {
-  float y;
-  tile32<Kind, 1, 1>(w, 0, x, 0, K, &y, 1);
-  return y;
-}
-
-// The block-exact types (Q8_0, Q4_0, IQ4_NL) row by row: each block's partials summed to its exact integer, then
+// The block-exact types (Q8_0, Q4_0, Q5_0, IQ4_NL) row by row: each block's partials summed to its exact integer, then
 // block_exact_update. (matmul runs them packed, quant_dot_packed.h; this is for rows outside a packed matrix.)
 template <class Kind>
 float dot32_exact(const uint8_t* wr, const uint8_t* xr, int64_t K) {
@@ -263,34 +154,29 @@ float dot_q4_0(const uint8_t* w, const uint8_t* x, int64_t K) {
 }
 template <class Ops>
 float dot_q5_0(const uint8_t* w, const uint8_t* x, int64_t K) {
-  return dot32<KindOffset<Ops, BlockQ5_0, 4>>(w, x, K);
+  return dot32_exact<KindOffset<Ops, BlockQ5_0, 4>>(w, x, K);
 }
 template <class Ops>
 float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t K) {
   return dot32_exact<KindIQ4_NL<Ops>>(w, x, K);
 }
 
-// Q4_1 / Q5_1 against Q8_1: unsigned levels in the lanes, the mins' sum beside them.
+// Q4_1 / Q5_1 against Q8_1, block-exact: each block's exact sum of q x, block_exact_update, and min_update beside.
 template <class Ops, class Block, bool kFiveBits>
 float dot_with_min(const uint8_t* wr, const uint8_t* xr, int64_t K) {
   const auto* w = reinterpret_cast<const Block*>(wr);
   const auto* x = reinterpret_cast<const BlockQ8_1*>(xr);
-  float mins = 0.0f;
-  auto block = [&](int64_t b, __m256 lanes) {
+  float acc = 0.0f, mins = 0.0f;
+  for (int64_t b = 0; b < K / kQK; ++b) {
     __m256i q;
     if constexpr (kFiveBits)
       q = five_bit_levels(w[b].qs, w[b].qh);
     else
       q = unpack_nibbles(w[b].qs);
-    mins = mins + half(w[b].m) * half(x[b].s);
-    return accumulate_lanes(lanes, Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs)), half(w[b].d) * half(x[b].d));
-  };
-  __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();  // the even and odd blocks' sets
-  for (int64_t b = 0; b < K / kQK; b += 2) {
-    even = block(b, even);
-    if (b + 1 < K / kQK) odd = block(b + 1, odd);
+    acc = block_exact_update(acc, hsum(Ops::dot4(_mm256_setzero_si256(), q, load32(x[b].qs))), half(w[b].d), half(x[b].d));
+    mins = min_update(mins, half(w[b].m), half(x[b].s));
   }
-  return reduce_sets(even, odd) + mins;
+  return acc + mins;
 }
 
 template <class Ops>
@@ -637,23 +523,12 @@ QuantKernels kernels_for(GgmlType t) {
   k.tile_rows = kRows;
   k.tile_tokens = kTokens;
   switch (t) {
-    case GgmlType::Q5_0: k.tile = tile32<KindOffset<Ops, BlockQ5_0, 4>, kRows, kTokens>; break;
     case GgmlType::Q4_K: k.tile = tile_q45_k<Ops, BlockQ4_K, false, kKRows, kTokens>; break;
     case GgmlType::Q5_K: k.tile = tile_q45_k<Ops, BlockQ5_K, true, kKRows, kTokens>; break;
     case GgmlType::Q6_K: k.tile = tile_q6_k<Ops, kKRows, kTokens>; break;
     default: break;
   }
   if (t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K) k.tile_rows = kKRows;
-  auto prepared = [&k](auto kind) {
-    using Kind = decltype(kind);
-    k.prepared_bytes = prepared_bytes32;
-    k.prepare = prepare32<Kind>;
-    k.dot_prepared = dot32_prepared<Kind>;
-  };
-  switch (t) {
-    case GgmlType::Q5_0: prepared(KindOffset<Ops, BlockQ5_0, 4>{}); break;
-    default: break;
-  }
   if (!k.tile) k.tile_rows = k.tile_tokens = 0;
   return k;
 }

@@ -11,6 +11,7 @@
 #include "io/quant_blocks.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_dot.h"
+#include "kernels/isa_skip.h"
 #include "util/fp16.h"
 #include "util/rng.h"
 #include "util/thread_pool.h"
@@ -18,8 +19,8 @@
 namespace pagoda {
 namespace {
 
-const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K,
-                                 GgmlType::Q6_K, GgmlType::IQ4_XS};
+const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                 GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 size_t row_bytes(GgmlType t, int64_t cols) { return ggml_row_bytes(ggml_type_traits(t), cols); }
 
@@ -29,8 +30,10 @@ std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_
   std::vector<uint8_t> bytes(rows * row_bytes(t, cols));
   Rng rng(seed);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64());
-  // The f16 fields: d (and Q4_K's / Q5_K's dmin) lead every block but Q6_K's, whose d ends it.
-  const std::vector<size_t> f16_at = t == GgmlType::Q4_K || t == GgmlType::Q5_K ? std::vector<size_t>{0, 2}
+  // The f16 fields: d (and Q4_K's / Q5_K's dmin, Q4_1's / Q5_1's m) lead every block but Q6_K's, whose d ends it.
+  const std::vector<size_t> f16_at = t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q4_1 ||
+                                             t == GgmlType::Q5_1
+                                         ? std::vector<size_t>{0, 2}
                                      : t == GgmlType::Q6_K ? std::vector<size_t>{208}
                                                            : std::vector<size_t>{0};
   for (size_t i = 0; i < bytes.size() / block; ++i)
@@ -91,6 +94,25 @@ size_t documented_offset(GgmlType t, int r, int o) {
     const int j = o - 128;                                  // qh[16][16][4]
     return 288 + 2048 + 64 * (j / 4) + 4 * r + j % 4;
   }
+  if (t == GgmlType::Q4_1) {
+    if (o < 2) return 2 * r + o;                            // d[16]
+    if (o < 4) return 32 + 2 * r + (o - 2);                 // m[16]
+    const int j = o - 4;                                    // qs[4][16][4]
+    return 64 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (t == GgmlType::Q5_0) {
+    if (o < 2) return 2 * r + o;                            // d[16]
+    if (o < 6) return 32 + 4 * r + (o - 2);                 // qh[1][16][4]
+    const int j = o - 6;                                    // qs[4][16][4]
+    return 96 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (t == GgmlType::Q5_1) {
+    if (o < 2) return 2 * r + o;                            // d[16]
+    if (o < 4) return 32 + 2 * r + (o - 2);                 // m[16]
+    if (o < 8) return 64 + 4 * r + (o - 4);                 // qh[1][16][4]
+    const int j = o - 8;                                    // qs[4][16][4]
+    return 128 + 64 * (j / 4) + 4 * r + j % 4;
+  }
   if (o < 2) return 2 * r + o;                              // d[16]
   const int j = o - 2;                                      // qs[C][16][4]
   return 32 + 64 * (j / 4) + 4 * r + j % 4;
@@ -104,8 +126,8 @@ struct Isa {
 };
 std::vector<Isa> builds(GgmlType t) {
   std::vector<Isa> out = {{"portable", packed_kernels_portable(t)}};
-  if (cpu_can_run(KernelIsa::kAvx2)) out.push_back({"avx2", packed_kernels_avx2(t)});
-  if (cpu_can_run(KernelIsa::kAvx512) && cpu_features().avx512_vnni) out.push_back({"avx512", packed_kernels_avx512(t)});
+  if (isa_runs_or_skip(KernelIsa::kAvx2)) out.push_back({"avx2", packed_kernels_avx2(t)});
+  if (isa_runs_or_skip(KernelIsa::kAvx512, /*with_vnni=*/true)) out.push_back({"avx512", packed_kernels_avx512(t)});
   return out;
 }
 
@@ -210,7 +232,7 @@ TEST_P(PackedDot, MatmulOnPackedRowsIsTheRowMajorMatmulForAnyBatchAndThreads) {
 
 TEST(PackedWeightsTest, OnlyTheBlockExactTypesPack) {
   for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q3_K, GgmlType::Q2_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q3_K, GgmlType::Q2_K}) {
     EXPECT_FALSE(packs_for_matmul(t));
     std::vector<uint8_t> bytes(row_bytes(t, 256) * 2);
     WeightMatrix w{bytes.data(), t, 256, 2, row_bytes(t, 256)};

