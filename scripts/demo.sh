@@ -49,13 +49,13 @@ chat_turn() {
       });
       rl.on("close", () => { process.stderr.write("\n"); console.log(JSON.stringify(text)); });')"
 }
-q1="What is the capital of France?"
+q1="What is the capital of France? Answer in one sentence."
 chat_turn "{\"messages\": [{\"role\": \"user\", \"content\": \"$q1\"}], \"max_tokens\": 64, \"temperature\": 0, \"stream\": true}" "$q1"
 first="$reply"
 [ "$first" != '""' ] || { cat "$log" >&2; echo "demo: the model gave an empty reply" >&2; exit 1; }
-q2="Tell me one famous landmark there, in one sentence."
+q2="What is it famous for?"
 chat_turn "{\"messages\": [{\"role\": \"user\", \"content\": \"$q1\"}, {\"role\": \"assistant\", \"content\": $first},
-            {\"role\": \"user\", \"content\": \"$q2\"}], \"max_tokens\": 64, \"temperature\": 0, \"stream\": true}" "$q2"
+            {\"role\": \"user\", \"content\": \"$q2\"}], \"max_tokens\": 96, \"temperature\": 0, \"stream\": true}" "$q2"
 
 echo
 echo "\$ curl $url/metrics | grep ..."

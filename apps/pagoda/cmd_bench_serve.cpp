@@ -147,7 +147,10 @@ void print_table(const ServeBenchOptions& o, const std::vector<Round>& rounds) {
         {"p99", &loadgen::LatencySummary::p99}};
     for (const auto& [stat, member] : stats) {
       const std::string label = std::string(name) + " " + stat + " (ms)";
-      row(label.c_str(), [&](const auto& s) { return (s.*field).count ? fixed((s.*field).*member, 2) : "-"; });
+      // Copies of the bindings: clang 14 (the sanitizer tree) cannot capture structured bindings.
+      const Field f = field;
+      const double loadgen::LatencySummary::*m = member;
+      row(label.c_str(), [&](const auto& s) { return (s.*f).count ? fixed((s.*f).*m, 2) : "-"; });
     }
   }
   for (const auto& r : rounds)

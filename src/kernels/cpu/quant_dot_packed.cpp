@@ -32,6 +32,10 @@ const Layout* layout(GgmlType type) {
   static const Layout q4_1{{{0, 2, 2}, {2, 2, 2}, {4, 16, 4}}, 3, 20, 32};              // d, m, qs
   static const Layout q5_0{{{0, 2, 2}, {2, 4, 4}, {6, 16, 4}}, 3, 22, 32};              // d, qh, qs
   static const Layout q5_1{{{0, 2, 2}, {2, 2, 2}, {4, 4, 4}, {8, 16, 4}}, 4, 24, 32};  // d, m, qh, qs
+  // Q2_K: d, dmin, scales (byte k of every row together), qs. Q3_K: d, hmask, qs, scales (its file order is hmask,
+  // qs, scales, d).
+  static const Layout q2_k{{{80, 2, 2}, {82, 2, 2}, {0, 16, 1}, {16, 64, 4}}, 4, 84, 256};
+  static const Layout q3_k{{{108, 2, 2}, {0, 32, 4}, {32, 64, 4}, {96, 12, 1}}, 4, 110, 256};
   static const Layout q4_k{{{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}}, 4, 144, 256};
   // IQ4_XS: d, scales_h, scales_l, qs (sub-block j: bytes 16j.., low nibbles its first 16 elements).
   static const Layout iq4_xs{{{0, 2, 2}, {2, 2, 2}, {4, 4, 1}, {8, 128, 4}}, 4, 136, 256};
@@ -45,6 +49,8 @@ const Layout* layout(GgmlType type) {
     case GgmlType::Q4_1: return &q4_1;
     case GgmlType::Q5_0: return &q5_0;
     case GgmlType::Q5_1: return &q5_1;
+    case GgmlType::Q2_K: return &q2_k;
+    case GgmlType::Q3_K: return &q3_k;
     case GgmlType::Q4_K: return &q4_k;
     case GgmlType::Q5_K: return &q5_k;
     case GgmlType::IQ4_XS: return &iq4_xs;
@@ -125,6 +131,8 @@ PackedKernels packed_kernels_portable(GgmlType type) {
     case GgmlType::Q4_1: return {tile_portable<GgmlType::Q4_1>, 64};
     case GgmlType::Q5_0: return {tile_portable<GgmlType::Q5_0>, 64};
     case GgmlType::Q5_1: return {tile_portable<GgmlType::Q5_1>, 64};
+    case GgmlType::Q2_K: return {tile_portable<GgmlType::Q2_K>, 64};
+    case GgmlType::Q3_K: return {tile_portable<GgmlType::Q3_K>, 64};
     case GgmlType::Q4_K: return {tile_portable<GgmlType::Q4_K>, 64};
     case GgmlType::Q5_K: return {tile_portable<GgmlType::Q5_K>, 64};
     case GgmlType::IQ4_XS: return {tile_portable<GgmlType::IQ4_XS>, 64};

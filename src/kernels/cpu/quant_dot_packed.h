@@ -1,22 +1,22 @@
-// Weights packed for matmul: Q8_0, Q4_0 and IQ4_NL rows interleaved in groups of 16, so that one 512-bit register
-// (or two 256-bit ones) holds 4 bytes of each of the 16 rows and every lane of an integer dot is one row. A block's
-// integer sum then ends in its row's own lane with no horizontal sum, and its float update (convert, scale, fused
-// multiply-add) runs once per 16 rows instead of once per row. This is how these three types always run in matmul;
-// the row-major file bytes stay the reference (dequantize, embedding rows, the portable dot). Q4_1, Q5_0 and Q5_1
-// pack the same way, field by field (quant_dot_packed.cpp: d[16], Q4_1 / Q5_1's m[16], Q5_0 / Q5_1's
-// qh[1][16][4] - each row's 32 fifth bits in its own lane - and qs[4][16][4]).
+// Weights packed for matmul: the rows of every quantized type interleaved in groups of 16, so that one 512-bit
+// register (or two 256-bit ones) holds 4 bytes of each of the 16 rows and every lane of an integer dot is one row.
+// A block's integer sum then ends in its row's own lane with no horizontal sum, and its float update (convert,
+// scale, fused multiply-add) runs once per 16 rows instead of once per row. This is how quantized weights always run
+// in matmul; the row-major file bytes stay the reference (dequantize, embedding rows, the portable dot).
 //
-// Packed layout of a matrix of R rows and K columns (nb = K / 32 blocks per row), G = ceil(R / 16) groups, each
-// [nb] records of 16 rows' block b (rows past R are zero padding):
+// Packed layout of a matrix of R rows and K columns (nb blocks per row), G = ceil(R / 16) groups, each [nb] records
+// of 16 rows' block b (rows past R are zero padding). A record holds the block's fields one after the other, each
+// interleaved over the 16 rows: 2-byte scales as [16] (d[16], then m / dmin where the type has one), byte fields
+// (sub-block scales) as [bytes][16], quants and bit planes in 4-byte units as [units][16][4]. Q8_0, Q4_0, IQ4_NL:
 //   uint16_t d[16];                 // f16 scales of rows 16g .. 16g + 15
 //   uint8_t  qs[C][16][4];          // qs[c][r] = row r's bytes 4c .. 4c + 3 of the block's qs
 // with C = 8 chunks for Q8_0 (signed levels, chunk c = elements 4c .. 4c + 3) and C = 4 for Q4_0 / IQ4_NL (low
-// nibbles = elements 4c .. 4c + 3, high nibbles = elements 16 + 4c .. 16 + 4c + 3). A record is as many bytes as
-// the 16 row blocks it holds, so a packed matrix takes the bytes of the file's.
+// nibbles = elements 4c .. 4c + 3, high nibbles = elements 16 + 4c .. 16 + 4c + 3). Every type's field order is
+// in quant_dot_packed.cpp (layout()). A record is as many bytes as the 16 row blocks it holds, so a packed matrix
+// takes the bytes of the file's.
 //
-// The arithmetic is the portable dot's (quant_dot.cpp, "block-exact" types): per block the exact int32 sum of the
-// whole block, then acc = fma(float(sum), d_w * d_x, acc) in block order, so a packed result is bitwise the
-// row-major dot in every build.
+// The arithmetic is the portable dot's (quant_dot.cpp): per block the exact int32 sums, then the same float
+// updates in block order, so a packed result is bitwise the row-major dot in every build.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +32,8 @@ namespace pagoda {
 
 constexpr int kPackRows = 16;
 
-// Whether matmul packs this weight type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS).
+// Whether matmul packs this weight type (every quantized type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K, IQ4_XS).
 bool packs_for_matmul(GgmlType type);
 // Bytes of one group's records: nb * 16 * (bytes of one block).
 size_t packed_group_bytes(GgmlType type, int64_t cols);

@@ -252,6 +252,98 @@ void tile_q45_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_
   }
 }
 
+// Q2_K and Q3_K against Q8_K, 8 rows at a time (records: quant_dot_packed_avx512.cpp's tile_q23_k). Per group
+// (16 elements) and token, maddubs of the unsigned levels v (<= 7) and broadcast activations sum 4 vectors in int16
+// (4 * 2 * 7 * 127 < 32767), and one madd with (sc, sc) int16 pairs gives sc * sum exactly, into sumi. Q3_K's levels
+// are q + 4: its -4 sum_j sc_j bsum_j, and Q2_K's mins' sum, are 8 madd of (scale_2i, scale_2i+1) pairs with the
+// activation sums. Then k_with_min's (Q2_K) or k_plain's (Q3_K) operations in every lane.
+template <bool kQ3, int kTokens>
+void tile_q23_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                int n_rows) {
+  constexpr size_t kRecord = kPackRows * (kQ3 ? sizeof(BlockQ3_K) : sizeof(BlockQ2_K));
+  constexpr size_t kScalesAt = kQ3 ? 1568 : 64, kQsAt = kQ3 ? 544 : 320, kHmaskAt = 32;
+  const int64_t nb = K / kQK_K;
+  const __m256i two_bits = _mm256_set1_epi8(3), one_bit = _mm256_set1_epi8(1);
+  for (int half = 0; half < 2 && 8 * half < n_rows; ++half) {
+    __m256 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* rec = group + b * kRecord;
+      if (half == 0) prefetch_ahead<kRecord>(rec);
+      const BlockQ8_K* x[kTokens];
+      for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+      __m128i sc8[16];  // 16 rows' scale (Q2_K: its low nibble; Q3_K: signed) of group j, one byte per row
+      __m128i other8[16];  // Q2_K: the mins (high nibbles); Q3_K: the scales again
+      const uint8_t* scales = rec + kScalesAt;
+      for (int j = 0; j < 16; ++j) {
+        if constexpr (kQ3) {
+          const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * (j % 8)));
+          const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * (8 + j % 4)));
+          const __m128i low = _mm_and_si128(j < 8 ? lo : _mm_srli_epi16(lo, 4), _mm_set1_epi8(0x0F));
+          const __m128i high = _mm_and_si128(_mm_srli_epi16(hi, 2 * (j / 4)), _mm_set1_epi8(3));
+          sc8[j] = other8[j] = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+        } else {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * j));
+          sc8[j] = _mm_and_si128(v, _mm_set1_epi8(0x0F));
+          other8[j] = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
+        }
+      }
+      // 8 rows' (a, a) int16 pairs of group j's scale, for madd; rows 8 half ..
+      auto scale_pairs = [&](int j) {
+        const __m128i v = half ? _mm_unpackhi_epi8(sc8[j], sc8[j]) : _mm_unpacklo_epi8(sc8[j], sc8[j]);
+        return kQ3 ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+      };
+      __m256i sumi[kTokens];
+      for (int t = 0; t < kTokens; ++t) sumi[t] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h)
+        for (int g = 0; g < 2; ++g) {
+          __m256i units[4], high[4];
+          for (int k = 0; k < 4; ++k) {
+            units[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQsAt + 64 * (8 * h + 4 * g + k) + 32 * half));
+            if constexpr (kQ3)
+              high[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kHmaskAt + 64 * (4 * g + k) + 32 * half));
+          }
+          for (int f = 0; f < 4; ++f) {
+            const int j = 8 * h + 2 * f + g;
+            __m256i lv[4];
+            for (int k = 0; k < 4; ++k) {
+              lv[k] = _mm256_and_si256(_mm256_srli_epi16(units[k], 2 * f), two_bits);
+              if constexpr (kQ3)
+                lv[k] = _mm256_or_si256(lv[k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high[k], 4 * h + f), one_bit), 2));
+            }
+            const __m256i sc = scale_pairs(j);
+            for (int t = 0; t < kTokens; ++t) {
+              const int8_t* q = x[t]->qs + 16 * j;
+              __m256i s16 = _mm256_maddubs_epi16(lv[0], broadcast4(q));
+              for (int k = 1; k < 4; ++k) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lv[k], broadcast4(q + 4 * k)));
+              sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(s16, sc));
+            }
+          }
+        }
+      __m256i pairs[8];  // rows 8 half ..: (other_2i, other_2i+1) as int16
+      for (int i = 0; i < 8; ++i) {
+        const __m128i v = half ? _mm_unpackhi_epi8(other8[2 * i], other8[2 * i + 1]) : _mm_unpacklo_epi8(other8[2 * i], other8[2 * i + 1]);
+        pairs[i] = kQ3 ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * half)));
+      for (int t = 0; t < kTokens; ++t) {
+        __m256i other = _mm256_madd_epi16(pairs[0], _mm256_set1_epi32(load_i32(x[t]->bsums)));
+        for (int i = 1; i < 8; ++i) other = _mm256_add_epi32(other, _mm256_madd_epi16(pairs[i], _mm256_set1_epi32(load_i32(x[t]->bsums + 2 * i))));
+        const __m256 dx = _mm256_set1_ps(x[t]->d);
+        if constexpr (kQ3) {
+          const __m256i total = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(other, 2));  // sum sc (v - 4) x
+          acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(total)));
+        } else {
+          const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 32 + 16 * half)));
+          const __m256 with_scale = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(sumi[t])));
+          acc[t] = _mm256_sub_ps(with_scale, _mm256_mul_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(other)));
+        }
+      }
+    }
+    store_rows(acc, y + 8 * half, y_stride, n_rows - 8 * half);
+  }
+}
+
 // IQ4_XS against Q8_K, 8 rows at a time (record: quant_dot_packed_avx512.cpp's tile_iq4_xs). The table's signed
 // levels v meet the activations through maddubs(|v|, x * sign(v)) (pairs <= 2 * 128 * 127; Q8_K's activations are
 // within +-127), and one madd per vector with the row's signed scale ls - 32 as (sc, sc) int16 pairs gives sc * sum
@@ -395,6 +487,15 @@ struct TileLegacy {
     }
   };
 };
+template <bool kQ3>
+struct TileQ23_K {
+  template <int kTokens>
+  struct Of {
+    static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+      tile_q23_k<kQ3, kTokens>(g, x0, xs, K, y, ys, n_rows);
+    }
+  };
+};
 template <int kTokens>
 struct TileQ4_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
@@ -430,6 +531,8 @@ PackedKernels packed_kernels_avx2(GgmlType type) {
     case GgmlType::Q4_1: return {tile_any<TileLegacy<true, false>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_0: return {tile_any<TileLegacy<false, true>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_1: return {tile_any<TileLegacy<true, true>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q2_K: return {tile_any<TileQ23_K<false>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q3_K: return {tile_any<TileQ23_K<true>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_XS: return {tile_any<TileIQ4_XS, kMaxTokens>, kMaxTokens};

@@ -204,6 +204,93 @@ void tile_q45_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
 }
 
+// Q2_K and Q3_K against Q8_K. Records (quant_dot_packed.cpp): Q2_K d[16], dmin[16] (f16), scales[16][16] (byte k
+// of every row together), qs[16][16][4]; Q3_K d[16] (f16), hmask[8][16][4], qs[16][16][4], scales[12][16]. Group
+// 8h + 2f + g (16 elements) takes its 2 low bits from qs units 8h + 4g + k (k < 4), shifted by 2f, and Q3_K its
+// third bit from hmask unit 4g + k, bit 4h + f: unsigned levels v (Q3_K: q + 4, seeded with -4 * the group's
+// activation sum). Per token and group, 4 dpbusd give each row's exact sum of q x, times its scale (Q2_K: the low
+// nibble; Q3_K: the 6-bit scale - 32, unpacked for 16 rows at once) by vpmulld, into sumi; Q2_K's mins' sum
+// (high nibbles x bsums) is 8 dpwssd of int16 pairs. Then k_with_min's (Q2_K) or k_plain's (Q3_K) operations in
+// every lane.
+template <bool kQ3, int kTokens>
+void tile_q23_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
+                int n_rows) {
+  constexpr size_t kRecord = kPackRows * (kQ3 ? sizeof(BlockQ3_K) : sizeof(BlockQ2_K));
+  constexpr size_t kScalesAt = kQ3 ? 1568 : 64, kQsAt = kQ3 ? 544 : 320, kHmaskAt = 32;
+  const int64_t nb = K / kQK_K;
+  const __m512i two_bits = _mm512_set1_epi8(3), one_bit = _mm512_set1_epi8(1);
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRecord;
+    prefetch_ahead<kRecord>(rec);
+    const BlockQ8_K* x[kTokens];
+    for (int t = 0; t < kTokens; ++t) x[t] = reinterpret_cast<const BlockQ8_K*>(x0 + t * x_stride) + b;
+    __m128i sc8[16];  // 16 rows' scale of group j, one byte per row (Q3_K: signed)
+    const uint8_t* scales = rec + kScalesAt;
+    for (int j = 0; j < 16; ++j) {
+      if constexpr (kQ3) {
+        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * (j % 8)));
+        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * (8 + j % 4)));
+        const __m128i low = _mm_and_si128(j < 8 ? lo : _mm_srli_epi16(lo, 4), _mm_set1_epi8(0x0F));
+        const __m128i high = _mm_and_si128(_mm_srli_epi16(hi, 2 * (j / 4)), _mm_set1_epi8(3));
+        sc8[j] = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+      } else {
+        sc8[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * j));
+      }
+    }
+    __m512i sumi[kTokens];
+    for (int t = 0; t < kTokens; ++t) sumi[t] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h)
+      for (int g = 0; g < 2; ++g) {
+        __m512i units[4], high[4];
+        for (int k = 0; k < 4; ++k) {
+          units[k] = _mm512_loadu_si512(rec + kQsAt + 64 * (8 * h + 4 * g + k));
+          if constexpr (kQ3) high[k] = _mm512_loadu_si512(rec + kHmaskAt + 64 * (4 * g + k));
+        }
+        for (int f = 0; f < 4; ++f) {
+          const int j = 8 * h + 2 * f + g;
+          __m512i lv[4];
+          for (int k = 0; k < 4; ++k) {
+            lv[k] = _mm512_and_si512(_mm512_srli_epi16(units[k], 2 * f), two_bits);
+            if constexpr (kQ3)
+              lv[k] = _mm512_or_si512(lv[k], _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(high[k], 4 * h + f), one_bit), 2));
+          }
+          const __m512i sc = kQ3 ? _mm512_cvtepi8_epi32(sc8[j])
+                                 : _mm512_and_si512(_mm512_cvtepu8_epi32(sc8[j]), _mm512_set1_epi32(0xF));
+          for (int t = 0; t < kTokens; ++t) {
+            const int8_t* q = x[t]->qs + 16 * j;
+            __m512i sum = kQ3 ? _mm512_set1_epi32(-4 * x[t]->bsums[j]) : _mm512_setzero_si512();
+            for (int k = 0; k < 4; ++k) sum = _mm512_dpbusd_epi32(sum, lv[k], _mm512_set1_epi32(load_i32(q + 4 * k)));
+            sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(sum, sc));
+          }
+        }
+      }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    if constexpr (kQ3) {
+      for (int t = 0; t < kTokens; ++t)
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[t]->d)), _mm512_cvtepi32_ps(sumi[t])));
+    } else {
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
+      __m512i mins[8];  // lane r: (m_2i, m_2i+1) of row r as int16, m = the scale byte's high nibble
+      for (int i = 0; i < 8; ++i) {
+        const __m128i a = _mm_and_si128(_mm_srli_epi16(sc8[2 * i], 4), _mm_set1_epi8(0x0F));
+        const __m128i c = _mm_and_si128(_mm_srli_epi16(sc8[2 * i + 1], 4), _mm_set1_epi8(0x0F));
+        mins[i] = _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(a, c), _mm_unpacklo_epi8(a, c)));
+      }
+      for (int t = 0; t < kTokens; ++t) {
+        __m512i summ = _mm512_setzero_si512();
+        for (int i = 0; i < 8; ++i) summ = _mm512_dpwssd_epi32(summ, mins[i], _mm512_set1_epi32(load_i32(x[t]->bsums + 2 * i)));
+        const __m512 dx = _mm512_set1_ps(x[t]->d);
+        const __m512 with_scale = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(sumi[t])));
+        acc[t] = _mm512_sub_ps(with_scale, _mm512_mul_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(summ)));
+      }
+    }
+  }
+  const __mmask16 valid = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(y + t * y_stride, valid, acc[t]);
+}
+
 // Q6_K against Q8_K. Record (quant_dot_packed.cpp): d[16] (f16), scales[16][16] (int8, sub-block s of every row
 // together), ql[32][16][4], qh[16][16][4]. Element 128h + 32f + 16kh + 4kk + i takes its low 4 bits from nibble f / 2
 // of ql unit 16h + 8 (f % 2) + 4kh + kk and its top 2 from bits 2f of qh unit 8h + 4kh + kk (byte i of the row's
@@ -333,6 +420,15 @@ struct TileLegacy {
     }
   };
 };
+template <bool kQ3>
+struct TileQ23_K {
+  template <int kTokens>
+  struct Of {
+    static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
+      tile_q23_k<kQ3, kTokens>(g, x0, xs, K, y, ys, n_rows);
+    }
+  };
+};
 template <int kTokens>
 struct TileQ4_K {
   static void run(const uint8_t* g, const uint8_t* x0, size_t xs, int64_t K, float* y, int64_t ys, int n_rows) {
@@ -368,6 +464,8 @@ PackedKernels packed_kernels_avx512(GgmlType type) {
     case GgmlType::Q4_1: return {tile_any<TileLegacy<true, false>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_0: return {tile_any<TileLegacy<false, true>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_1: return {tile_any<TileLegacy<true, true>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q2_K: return {tile_any<TileQ23_K<false>::Of, kMaxTokens>, kMaxTokens};
+    case GgmlType::Q3_K: return {tile_any<TileQ23_K<true>::Of, kMaxTokens>, kMaxTokens};
     case GgmlType::Q4_K: return {tile_any<TileQ4_K, kMaxTokens>, kMaxTokens};
     case GgmlType::Q5_K: return {tile_any<TileQ5_K, kMaxTokens>, kMaxTokens};
     case GgmlType::IQ4_XS: return {tile_any<TileIQ4_XS, kMaxTokens>, kMaxTokens};

@@ -20,7 +20,8 @@ namespace pagoda {
 namespace {
 
 const GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                 GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+                                 GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                 GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 size_t row_bytes(GgmlType t, int64_t cols) { return ggml_row_bytes(ggml_type_traits(t), cols); }
 
@@ -30,11 +31,14 @@ std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_
   std::vector<uint8_t> bytes(rows * row_bytes(t, cols));
   Rng rng(seed);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng.next_u64());
-  // The f16 fields: d (and Q4_K's / Q5_K's dmin, Q4_1's / Q5_1's m) lead every block but Q6_K's, whose d ends it.
+  // The f16 fields: d (and Q4_K's / Q5_K's dmin, Q4_1's / Q5_1's m) lead every block but Q6_K's, Q3_K's and
+  // Q2_K's, whose d (and dmin) end it.
   const std::vector<size_t> f16_at = t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q4_1 ||
                                              t == GgmlType::Q5_1
                                          ? std::vector<size_t>{0, 2}
                                      : t == GgmlType::Q6_K ? std::vector<size_t>{208}
+                                     : t == GgmlType::Q2_K ? std::vector<size_t>{80, 82}
+                                     : t == GgmlType::Q3_K ? std::vector<size_t>{108}
                                                            : std::vector<size_t>{0};
   for (size_t i = 0; i < bytes.size() / block; ++i)
     for (size_t at : f16_at) {
@@ -93,6 +97,19 @@ size_t documented_offset(GgmlType t, int r, int o) {
     if (o < 128) return 288 + 64 * (o / 4) + 4 * r + o % 4; // ql[32][16][4]
     const int j = o - 128;                                  // qh[16][16][4]
     return 288 + 2048 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (t == GgmlType::Q2_K) {
+    if (o >= 82) return 32 + 2 * r + (o - 82);              // dmin[16]
+    if (o >= 80) return 2 * r + (o - 80);                   // d[16]
+    if (o < 16) return 64 + 16 * o + r;                     // scales[16][16]
+    const int j = o - 16;                                   // qs[16][16][4]
+    return 320 + 64 * (j / 4) + 4 * r + j % 4;
+  }
+  if (t == GgmlType::Q3_K) {
+    if (o >= 108) return 2 * r + (o - 108);                 // d[16]
+    if (o < 32) return 32 + 64 * (o / 4) + 4 * r + o % 4;   // hmask[8][16][4]
+    if (o < 96) return 544 + 64 * ((o - 32) / 4) + 4 * r + (o - 32) % 4;  // qs[16][16][4]
+    return 1568 + 16 * (o - 96) + r;                        // scales[12][16]
   }
   if (t == GgmlType::Q4_1) {
     if (o < 2) return 2 * r + o;                            // d[16]
@@ -230,9 +247,9 @@ TEST_P(PackedDot, MatmulOnPackedRowsIsTheRowMajorMatmulForAnyBatchAndThreads) {
   }
 }
 
-TEST(PackedWeightsTest, OnlyTheBlockExactTypesPack) {
+TEST(PackedWeightsTest, EveryQuantizedTypePacksAndFloatsDoNot) {
   for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q3_K, GgmlType::Q2_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     EXPECT_FALSE(packs_for_matmul(t));
     std::vector<uint8_t> bytes(row_bytes(t, 256) * 2);
     WeightMatrix w{bytes.data(), t, 256, 2, row_bytes(t, 256)};
