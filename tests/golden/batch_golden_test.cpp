@@ -15,6 +15,10 @@ const std::string kShared = PAGODA_SHARED_DIR;
 constexpr float kNearTieMargin = 0.02f;
 
 TEST(BatchGolden, AllPromptsAtOnceReproduceLlamaCppGreedyTokens) {
+#ifdef PAGODA_NO_BINARY
+  GTEST_SKIP() << "the sanitizer tree builds no pagoda binary (its engine path runs in-process in the gate tests); "
+                  "the release phase runs this test";
+#endif
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("pagoda_batch_golden_" + std::to_string(::getpid()));
   fs::create_directories(dir);
