@@ -277,11 +277,7 @@ void tile_q23_k(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_
       const uint8_t* scales = rec + kScalesAt;
       for (int j = 0; j < 16; ++j) {
         if constexpr (kQ3) {
-          const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * (j % 8)));
-          const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * (8 + j % 4)));
-          const __m128i low = _mm_and_si128(j < 8 ? lo : _mm_srli_epi16(lo, 4), _mm_set1_epi8(0x0F));
-          const __m128i high = _mm_and_si128(_mm_srli_epi16(hi, 2 * (j / 4)), _mm_set1_epi8(3));
-          sc8[j] = other8[j] = _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+          sc8[j] = other8[j] = q3_k_scales(scales, j);
         } else {
           const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * j));
           sc8[j] = _mm_and_si128(v, _mm_set1_epi8(0x0F));

@@ -87,6 +87,16 @@ struct Q4_KScales {
   }
 };
 
+// Q3_K records: the 16 rows' signed scales (unpack_q3_k_scales, 16 rows at once) of group j, one int8 per row, from
+// the record's scales[12][16]: low 4 bits from byte j % 8 (its high nibble for j >= 8), top 2 from byte 8 + j % 4,
+// bits 2 (j / 4).., minus 32.
+inline __m128i q3_k_scales(const uint8_t* packed, int j) {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + 16 * (j % 8)));
+  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + 16 * (8 + j % 4)));
+  const __m128i low = _mm_and_si128(j < 8 ? lo : _mm_srli_epi16(lo, 4), _mm_set1_epi8(0x0F));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(hi, 2 * (j / 4)), _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+}
 
 // Tile<n_tokens>::run(...) for 1 <= n_tokens <= kMaxTokens: the packed kernels' dispatch on the token count.
 template <template <int> class Tile, int kMaxTokens, int kTokens = 1>
