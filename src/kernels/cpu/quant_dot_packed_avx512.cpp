@@ -17,6 +17,19 @@ namespace {
 
 using namespace quant_packed;
 
+// seed + the 8 level vectors' dpbusd with the token's 4-byte groups at x_offset(i), in two independent chains
+// (even and odd i) added at the end: integers are exact, so the order is free, and a lone token (decode) no longer
+// waits on one chain of 8 dependent dpbusd per block.
+template <class Offset>
+inline __m512i dot8(__m512i seed, const __m512i lv[8], const int8_t* q, Offset x_offset) {
+  __m512i even = seed, odd = _mm512_setzero_si512();
+  for (int i = 0; i < 8; i += 2) {
+    even = _mm512_dpbusd_epi32(even, lv[i], _mm512_set1_epi32(load_i32(q + x_offset(i))));
+    odd = _mm512_dpbusd_epi32(odd, lv[i + 1], _mm512_set1_epi32(load_i32(q + x_offset(i + 1))));
+  }
+  return _mm512_add_epi32(even, odd);
+}
+
 struct Q8_0Levels {  // signed levels v as v + 128
   static constexpr int kChunks = 8, kSeedShift = 7;
   static constexpr int x_offset(int i) { return x_offset_q8(i); }
@@ -66,7 +79,7 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
       const TokenRow row(rows[t], K);
       const int8_t* q = row.qs(b);
       __m512i sum = _mm512_set1_epi32(-row.block_sum(b) * (1 << Kind::kSeedShift));
-      for (int i = 0; i < 8; ++i) sum = _mm512_dpbusd_epi32(sum, lv[i], _mm512_set1_epi32(load_i32(q + Kind::x_offset(i))));
+      sum = dot8(sum, lv, q, [](int i) { return Kind::x_offset(i); });
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(row.scale(b))), acc[t]);
     }
   }
@@ -125,7 +138,7 @@ void tile_legacy(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64
         dx = row.scale(b);
         sum = _mm512_set1_epi32(-16 * row.block_sum(b));
       }
-      for (int i = 0; i < 8; ++i) sum = _mm512_dpbusd_epi32(sum, lv[i], _mm512_set1_epi32(load_i32(q + x_offset_nibbles(i))));
+      sum = dot8(sum, lv, q, x_offset_nibbles);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
       if constexpr (kMin) {
         const float sx = _cvtsh_ss(reinterpret_cast<const BlockQ8_1*>(xrow)[b].s);
