@@ -24,9 +24,9 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvPoolShape& shape) {
     return make_error("KV pool of " + std::to_string(shape.num_blocks) + " blocks would need more than 1 TiB");
   std::unique_ptr<KvPool> pool(new KvPool(shape));
   const size_t bytes = static_cast<size_t>(shape.n_layer * shape.layer_bytes());
-  pool->k_.reset(new (std::nothrow) uint8_t[bytes]);
-  pool->v_.reset(new (std::nothrow) uint8_t[bytes]);
-  if (!pool->k_ || !pool->v_)
+  pool->k_ = HugePageBuffer::allocate(bytes);
+  pool->v_ = HugePageBuffer::allocate(bytes);
+  if (pool->k_.data() == nullptr || pool->v_.data() == nullptr)
     return make_error("cannot allocate the KV pool (" + std::to_string(shape.total_bytes() >> 20) + " MiB)");
   return pool;
 }
@@ -38,8 +38,8 @@ int64_t KvPool::blocks_for_budget(const KvPoolShape& shape, uint64_t bytes) {
 
 void KvPool::prefault() {
   const size_t bytes = static_cast<size_t>(shape_.n_layer * shape_.layer_bytes());
-  std::memset(k_.get(), 0, bytes);
-  std::memset(v_.get(), 0, bytes);
+  std::memset(k_.data(), 0, bytes);
+  std::memset(v_.data(), 0, bytes);
 }
 
 void KvPool::copy_block(BlockId src, BlockId dst, int32_t num_slots) {

@@ -10,6 +10,7 @@
 
 #include "kv/block_types.h"
 #include "kv/kv_dtype.h"
+#include "util/huge_pages.h"
 #include "util/result.h"
 
 namespace pagoda {
@@ -39,10 +40,10 @@ class KvPool {
 
   const KvPoolShape& shape() const { return shape_; }
   // [num_blocks, block_size, n_kv_heads, head_dim] of shape().dtype, as bytes.
-  uint8_t* k(int64_t layer) { return k_.get() + layer * shape_.layer_bytes(); }
-  uint8_t* v(int64_t layer) { return v_.get() + layer * shape_.layer_bytes(); }
-  const uint8_t* k(int64_t layer) const { return k_.get() + layer * shape_.layer_bytes(); }
-  const uint8_t* v(int64_t layer) const { return v_.get() + layer * shape_.layer_bytes(); }
+  uint8_t* k(int64_t layer) { return k_.data() + layer * shape_.layer_bytes(); }
+  uint8_t* v(int64_t layer) { return v_.data() + layer * shape_.layer_bytes(); }
+  const uint8_t* k(int64_t layer) const { return k_.data() + layer * shape_.layer_bytes(); }
+  const uint8_t* v(int64_t layer) const { return v_.data() + layer * shape_.layer_bytes(); }
 
   // Writes every page of the pool, so that all of it is resident now rather than faulted in as blocks are first
   // used: a server's memory is then claimed at start-up and stays flat while serving.
@@ -57,8 +58,9 @@ class KvPool {
  private:
   explicit KvPool(const KvPoolShape& shape) : shape_(shape) {}
   KvPoolShape shape_;
-  std::unique_ptr<uint8_t[]> k_;  // [n_layer, num_blocks, block_size, n_kv_heads, head_dim] of shape_.dtype
-  std::unique_ptr<uint8_t[]> v_;
+  // [n_layer, num_blocks, block_size, n_kv_heads, head_dim] of shape_.dtype, in huge pages (util/huge_pages.h)
+  HugePageBuffer k_;
+  HugePageBuffer v_;
 };
 
 // Parses a memory size such as "2GiB", "512MiB", "1.5G", "100000000" (bytes).

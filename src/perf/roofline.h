@@ -34,7 +34,8 @@ DecodeCost decode_cost(const Model& model, KvDtype kv_dtype, int64_t context);
 // Read bandwidth in bytes/s: every thread of `pool` sums its share of a `bytes` buffer (far larger than the caches),
 // best of `reps` passes after one that faults the pages in, each pass both as a plain stream and with software
 // prefetches a fixed distance ahead (on some machines only the latter reaches the rate the decode kernels stream
-// at, and a bound below what a kernel reaches is no bound).
+// at, and a bound below what a kernel reaches is no bound), and each on 4 KiB pages and on huge pages (the weights
+// and the KV pool live on the latter, util/huge_pages.h).
 double measure_read_bandwidth(ThreadPool& pool, uint64_t bytes = uint64_t{512} << 20, int reps = 5);
 
 // The matmul kernel's rate for one token (ops/s, 2 per multiply-add) on weights of `type` that stay in cache

@@ -3,6 +3,7 @@
 #include "kernels/cpu/quant_dot_packed.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -149,15 +150,29 @@ PackedKernels packed_kernels(GgmlType type, KernelIsa isa) {
   return k;
 }
 
-void PackedWeights::AlignedFree::operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t{64}); }
+namespace {
+constexpr size_t kArenaBytes = size_t{32} << 20;  // a model's copies in a few arenas; an unused tail is never touched
+}  // namespace
+
+uint8_t* PackedWeights::allocate(size_t bytes) {
+  bytes = (bytes + 63) / 64 * 64;
+  if (arenas_.empty() || arenas_.back().size() - used_ < bytes) {
+    HugePageBuffer arena = HugePageBuffer::allocate(std::max(bytes, kArenaBytes));
+    if (arena.data() == nullptr) throw std::bad_alloc();
+    arenas_.push_back(std::move(arena));
+    used_ = 0;
+  }
+  uint8_t* p = arenas_.back().data() + used_;
+  used_ += bytes;
+  return p;
+}
 
 void PackedWeights::pack(WeightMatrix& w) {
   if (!packs_for_matmul(w.type) || w.packed) return;
   const size_t bytes = packed_matrix_bytes(w.type, w.rows, w.cols);
-  std::unique_ptr<uint8_t, AlignedFree> buffer(static_cast<uint8_t*>(::operator new(bytes, std::align_val_t{64})));
-  pack_rows(w, buffer.get());
-  w.packed = buffer.get();
-  buffers_.push_back(std::move(buffer));
+  uint8_t* buffer = allocate(bytes);
+  pack_rows(w, buffer);
+  w.packed = buffer;
   bytes_ += bytes;
 }
 
