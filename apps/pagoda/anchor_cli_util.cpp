@@ -61,6 +61,28 @@ Status write_all(int fd, std::string_view content, const std::string& path) {
 
 }  // namespace
 
+Result<std::vector<uint8_t>> parse_layer_list(const std::string& text, int64_t n_layer, const std::string& flag) {
+  std::vector<uint8_t> mask(n_layer, 0);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(start, end - start);
+    const size_t dash = part.find('-');
+    try {
+      size_t used = 0;
+      const long lo = std::stol(part.substr(0, dash), &used);
+      const long hi = dash == std::string::npos ? lo : std::stol(part.substr(dash + 1));
+      if (lo < 0 || hi < lo || hi >= n_layer) throw std::out_of_range("layer");
+      for (long l = lo; l <= hi; ++l) mask[l] = 1;
+    } catch (const std::exception&) {
+      return make_error(flag + ": '" + part + "' is not a layer or range within 0-" + std::to_string(n_layer - 1));
+    }
+    start = end + 1;
+  }
+  return mask;
+}
+
 uint64_t unix_now() {
   const std::time_t t = std::time(nullptr);
   return t < 0 ? 0 : static_cast<uint64_t>(t);

@@ -15,6 +15,9 @@
 
 namespace pagoda::cli {
 
+// "0-3,6" -> the layers it names, as a [n_layer] visibility mask (1: named). `flag` names the flag in the message.
+Result<std::vector<uint8_t>> parse_layer_list(const std::string& text, int64_t n_layer, const std::string& flag);
+
 // Unix seconds now.
 uint64_t unix_now();
 

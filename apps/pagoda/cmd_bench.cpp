@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cmd_bench_anchor_memory.h"
 #include "cmd_bench_anchors.h"
 #include "cmd_bench_serve.h"
 #include "anchor/anchor_payload.h"
@@ -416,6 +417,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   add_engine_flags(*cmd, opts->engine);
   add_bench_serve_command(*cmd, action);
   add_bench_anchors_command(*cmd, action);
+  add_bench_anchor_memory_command(*cmd, action);
   cmd->callback([opts, cmd, &action] {
     // CLI11 runs this after the `serve` subcommand's callback, which has set the action.
     if (!cmd->get_subcommands().empty()) return;

@@ -75,29 +75,6 @@ struct AnchorBenchOptions {
   bool modes_given = false;
 };
 
-// "0-3,6" -> the layers it names, as a [n_layer] visibility mask.
-Result<std::vector<uint8_t>> parse_layers(const std::string& text, int64_t n_layer) {
-  std::vector<uint8_t> mask(n_layer, 0);
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string part = text.substr(start, end - start);
-    const size_t dash = part.find('-');
-    try {
-      size_t used = 0;
-      const long lo = std::stol(part.substr(0, dash), &used);
-      const long hi = dash == std::string::npos ? lo : std::stol(part.substr(dash + 1));
-      if (lo < 0 || hi < lo || hi >= n_layer) throw std::out_of_range("layer");
-      for (long l = lo; l <= hi; ++l) mask[l] = 1;
-    } catch (const std::exception&) {
-      return make_error("--anchor-layers: '" + part + "' is not a layer or range within 0-" +
-                        std::to_string(n_layer - 1));
-    }
-    start = end + 1;
-  }
-  return mask;
-}
 
 nlohmann::ordered_json summary_json(const LatencySummary& s) {
   return {{"mean", s.mean}, {"p50", s.median}, {"p95", s.p95}, {"p99", s.p99}};
@@ -388,7 +365,7 @@ int run(AnchorBenchOptions o) {
     if (auto st = check_kv_head_dim(*parsed, m.hparams().head_dim); !st.ok()) return fail(st.error().message);
     dtypes.push_back(*parsed);
   }
-  auto layers = parse_layers(o.anchor_layers, m.hparams().n_layer);
+  auto layers = parse_layer_list(o.anchor_layers, m.hparams().n_layer, "--anchor-layers");
   if (!layers.ok()) return fail(layers.error().message);
   auto pool_bytes = parse_memory_size(o.kv_cache_mem);
   if (!pool_bytes.ok()) return fail("--kv-cache-mem: " + pool_bytes.error().message);
@@ -705,7 +682,7 @@ void add_bench_anchors_command(CLI::App& bench, Action& action) {
       ->delimiter(',');
   cmd->add_option("--kv-cache-dtype", o->kv_dtypes, "KV cache element types (default f16)")->delimiter(',');
   cmd->add_option("--cadence", o->cadences,
-                  "Verification-cadence ablation: session, segment, block, token (default: not run)")
+                  "Verification-cadence ablation: session, segment, block, token, step (default: not run)")
       ->delimiter(',');
   cmd->add_option("--cadence-anchor-lengths", o->cadence_lengths, "A for the ablation (default 8,128,512)")
       ->delimiter(',')

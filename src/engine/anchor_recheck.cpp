@@ -12,15 +12,16 @@ const char* anchor_recheck_cadence_name(AnchorRecheckCadence c) {
     case AnchorRecheckCadence::kSegment: return "segment";
     case AnchorRecheckCadence::kBlock: return "block";
     case AnchorRecheckCadence::kToken: return "token";
+    case AnchorRecheckCadence::kStep: return "step";
   }
   return "?";
 }
 
 Result<AnchorRecheckCadence> parse_anchor_recheck_cadence(std::string_view name) {
   for (auto c : {AnchorRecheckCadence::kSession, AnchorRecheckCadence::kSegment, AnchorRecheckCadence::kBlock,
-                 AnchorRecheckCadence::kToken})
+                 AnchorRecheckCadence::kToken, AnchorRecheckCadence::kStep})
     if (name == anchor_recheck_cadence_name(c)) return c;
-  return make_error("unknown verification cadence '" + std::string(name) + "' (session, segment, block, token)");
+  return make_error("unknown verification cadence '" + std::string(name) + "' (session, segment, block, token, step)");
 }
 
 Sha256Digest hash_kv_blocks(const KvPool& pool, std::span<const BlockHandle> blocks, int64_t num_tokens) {

@@ -6,11 +6,14 @@
 //   segment  at every admission of a request that names the anchor
 //   block    every 16 generated tokens of every sequence that uses the anchor
 //   token    every generated token of every sequence that uses the anchor
+//   step     once per engine step for each anchor that a sequence sampling in that step uses (one check shared by
+//            the batch: the per-step design the per-sequence cadences are compared with)
 // One re-check = the signature check (Ed25519 over the envelope's PAE, a callback into the anchor module: the
 // engine knows digests and tokens only) + SHA-256 over the bytes of the anchor's K/V blocks in every layer,
 // compared with the digest taken right after the anchor's prefill. Both run synchronously on the engine thread,
-// inside the step, per sequence (the paper's design: each request checks its memory; a shared check per step and
-// anchor would cost 1/C of this at concurrency C). A failed re-check ends the sequence with an error.
+// inside the step, per sequence (the paper's design: each request checks its memory), except `step`, which checks
+// each anchor once per step for all its sequences (1/C of `token` at concurrency C). A failed re-check ends the
+// sequences it covers with an error.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,7 @@
 
 namespace pagoda {
 
-enum class AnchorRecheckCadence { kSession, kSegment, kBlock, kToken };
+enum class AnchorRecheckCadence { kSession, kSegment, kBlock, kToken, kStep };
 
 inline constexpr int32_t kAnchorRecheckBlockTokens = 16;  // the `block` cadence's period in generated tokens
 

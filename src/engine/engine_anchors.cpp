@@ -5,6 +5,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #include "engine/engine.h"
 
@@ -248,6 +249,18 @@ void Engine::after_anchor_forward(const SchedulerStep& sched) {
     }
   }
   const AnchorRecheckCadence cadence = config_.anchor_recheck.cadence;
+  if (cadence == AnchorRecheckCadence::kStep) {
+    // Once per step and anchor, shared by every sequence of the step that samples from it.
+    std::map<std::string, Status> checked;
+    for (Sequence* s : b_logit_seqs_) {
+      const RequestState& rs = *s->request;
+      if (rs.anchor.empty() || s->state == Sequence::State::kFinished) continue;
+      auto it = checked.find(rs.anchor);
+      if (it == checked.end()) it = checked.emplace(rs.anchor, recheck_anchor(rs.anchor)).first;
+      if (!it->second.ok()) finish(*s, FinishReason::kError, it->second.error().message);
+    }
+    return;
+  }
   if (cadence != AnchorRecheckCadence::kBlock && cadence != AnchorRecheckCadence::kToken) return;
   // The sequences about to sample a token: their generated count is the token's index.
   for (Sequence* s : b_logit_seqs_) {

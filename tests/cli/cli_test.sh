@@ -213,6 +213,31 @@ done
 expect_error "bench anchors mode" "unknown mode 'anchors'" -- bench anchors "$model" --modes anchors
 expect_error "bench anchors cadence" "unknown verification cadence 'hourly'" -- bench anchors "$model" --cadence hourly
 expect_error "bench anchors layers" "--anchor-layers: '9'" -- bench anchors "$model" --anchor-layers 9
+
+# --- bench anchor-memory: a small run of every mode; the anchor holding the system turn equals text (Gate 0 for
+# chat, the command exits 1 otherwise); bad modes and masks are named.
+out=$(timeout 120 "$pagoda" bench anchor-memory "$model" --anchors 2 --questions-per-anchor 3 --distractors 10 \
+  --max-tokens 6 --layer-masks '0;1-2:2' --format json 2>/dev/null)
+rc=$?
+[ $rc -eq 0 ] && ok || bad "bench anchor-memory exited $rc"
+python3 - "$out" <<'PY' && ok || bad "bench anchor-memory JSON: $(echo "$out" | head -c 300)"
+import json, sys
+d = json.loads(sys.argv[1])
+modes = [m["mode"] + ("/" + m["mask"] if "mask" in m else "") for m in d["modes"]]
+assert modes == ["none", "text", "anchor", "anchor-layers/0", "anchor-layers/1-2:2", "anchor-system", "rag", "rag-user"], modes
+assert d["questions"] == 6 and d["anchors"] == 2, d
+assert d["gate0_anchor_system_equals_text"] == {"equal": 6, "n": 6}, d["gate0_anchor_system_equals_text"]
+for m in d["modes"]:
+    assert len(m["answers"]) == 6 and m["accuracy"]["n"] == 6, m["mode"]
+    assert all(a["logprob"] < 0 for a in m["answers"]), m["mode"]
+    assert ("retrieval_hits" in m) == m["mode"].startswith("rag"), m["mode"]
+masked = [m for m in d["modes"] if m["mode"] == "anchor-layers"]
+assert masked[0]["visible_layers"] == 1 and masked[1]["visible_layers"] == 1, masked
+assert masked[0]["anchor_kv_bytes_hidden"] > 0
+PY
+expect_error "bench anchor-memory mode" "--modes: 'anchors' is not a mode" -- bench anchor-memory "$model" --modes anchors
+expect_error "bench anchor-memory mask" "--layer-masks: '99'" -- bench anchor-memory "$model" --layer-masks 99
+expect_error "bench anchor-memory step" "has no step" -- bench anchor-memory "$model" --layer-masks 0-1:x
 expect_error "bench anchors concurrency" "--concurrency: 'many'" -- bench anchors "$model" --concurrency many
 expect_error "bench anchors context" "exceeds the model's context" -- bench anchors "$model" --contexts 100000
 

@@ -69,8 +69,45 @@ TEST_F(EngineAnchorBenchSeams, EachCadenceRechecksAsOftenAsItSaysAndNeverChanges
   }
 }
 
+// The step cadence checks an anchor once per step for all the sequences sampling from it: 3 concurrent requests
+// of 40 tokens re-check 40 times (token: 120), and a second anchor in the same steps adds its own checks.
+TEST_F(EngineAnchorBenchSeams, StepCadenceChecksEachAnchorOncePerStep) {
+  const auto anchor = anchor_tokens(11, 40);
+  for (int anchors : {1, 2}) {
+    std::atomic<int> calls{0};
+    auto created = Engine::create(*model_, recheck_config(AnchorRecheckCadence::kStep, &calls));
+    ASSERT_TRUE(created.ok());
+    Engine& e = **created;
+    ASSERT_TRUE(activate(e, "d", anchor).ok());
+    if (anchors == 2) {
+      ASSERT_TRUE(activate(e, "other", anchor_tokens(12, 24)).ok());
+    }
+    std::vector<GenerationRequest> requests;
+    for (int i = 0; i < 3; ++i) {
+      GenerationRequest r;
+      r.anchor = anchors == 2 && i == 2 ? "other" : "d";
+      r.prompt = {310, 311, static_cast<int32_t>(312 + i)};  // equal lengths: admitted and finished together
+      r.max_tokens = 40;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0.0f;
+      requests.push_back(std::move(r));
+    }
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (auto& r : requests) streams.push_back(e.submit(std::move(r)));
+    e.run_until_idle();
+    for (auto& s : streams) {
+      Output o;
+      drain(*s, o);
+      EXPECT_EQ(o.finish, FinishReason::kLength);
+      EXPECT_EQ(o.ids.size(), 40u);
+    }
+    EXPECT_EQ(e.stats().anchor_rechecks, 40 * anchors) << anchors << " anchors";
+    EXPECT_EQ(calls.load(), 40 * anchors);
+  }
+}
+
 TEST_F(EngineAnchorBenchSeams, AFailedRecheckEndsTheRequestWithItsReason) {
-  for (auto cadence : {AnchorRecheckCadence::kToken, AnchorRecheckCadence::kSegment}) {
+  for (auto cadence : {AnchorRecheckCadence::kToken, AnchorRecheckCadence::kSegment, AnchorRecheckCadence::kStep}) {
     std::atomic<int> calls{0};
     auto e = Engine::create(*model_, recheck_config(cadence, &calls, /*fail=*/true));
     ASSERT_TRUE(e.ok());

@@ -10,7 +10,7 @@ namespace {
 
 TEST(AnchorRecheck, CadenceNamesRoundTripAndUnknownIsAnError) {
   for (auto c : {AnchorRecheckCadence::kSession, AnchorRecheckCadence::kSegment, AnchorRecheckCadence::kBlock,
-                 AnchorRecheckCadence::kToken}) {
+                 AnchorRecheckCadence::kToken, AnchorRecheckCadence::kStep}) {
     auto parsed = parse_anchor_recheck_cadence(anchor_recheck_cadence_name(c));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, c);
