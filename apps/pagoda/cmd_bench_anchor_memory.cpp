@@ -244,6 +244,16 @@ void add_bench_anchor_memory_command(CLI::App& bench, Action& action) {
   auto o = std::make_shared<MemoryCliOptions>();
   CLI::App* cmd = bench.add_subcommand(
       "anchor-memory", "Is an anchor's content used? A seeded memory task with counterfactual facts, per mode");
+  cmd->footer(
+      "Modes (where a question's facts are; docs/anchor-benchmark.md, section 2.6):\n"
+      "  none           nowhere\n"
+      "  text           the anchor's text as the system message\n"
+      "  anchor         a verified anchor as pagoda serve serves one: plain text, BOS first, before the template\n"
+      "  anchor-layers  the same anchor visible only to the layers of each --layer-masks entry\n"
+      "  anchor-system  emulated: an anchor holding the templated system turn (must equal text bit for bit)\n"
+      "  rag            BM25 over all anchors' facts and the distractors; the top --rag-k chunks as the system message\n"
+      "  rag-user       the same, searched among the asking user's facts and the distractors only\n"
+      "Exit status 1 when anchor-system and text both ran and differ (Gate 0).");
   cmd->add_option("model", o->model_path, "Model: a GGUF file or a Hugging Face folder (default: SmolLM2, see README)");
   cmd->add_option("--anchors", o->anchors, "Anchors (users), 1-30 (default 20)")->check(CLI::Range(1, 30));
   cmd->add_option("--questions-per-anchor", o->questions_per_anchor, "Questions per anchor, 1-10 (default 10)")

@@ -666,6 +666,19 @@ void add_bench_anchors_command(CLI::App& bench, Action& action) {
   auto o = std::make_shared<AnchorBenchOptions>();
   CLI::App* cmd = bench.add_subcommand("anchors", "What verified anchors cost and do (docs/anchor-benchmark.md)");
   cmd->add_option("model", o->model_path, "Model: a GGUF file or a Hugging Face folder")->required();
+  cmd->footer(
+      "Modes (what the anchor's text is to a request; docs/anchor-benchmark.md, section 2.1):\n"
+      "  none                 no anchor: the request is BOS + its own T tokens\n"
+      "  text                 A tokens of anchor text pasted before the request's tokens, prefix cache off\n"
+      "  text-cached          the same with the prefix cache on, primed by an earlier request (warm)\n"
+      "  text-cached-evicted  the same after unrelated traffic pushed the text out of the cache\n"
+      "  anchor               a verified anchor pinned in the pool; the request names its digest\n"
+      "  anchor-layers        the same, visible only to the layers of --anchor-layers\n"
+      "  rag                  the text retrieved per request from a store of --snippets snippets, then pasted\n"
+      "  peer                 llama-server (--peer-url) with the text as a cached prompt prefix (cache_prompt)\n"
+      "Cadences (--cadence): session (verify once, pagoda's design), segment (per admission), block (every 16\n"
+      "tokens per sequence), token (every token per sequence), step (once per engine step per anchor).\n"
+      "Is the content used? See `pagoda bench anchor-memory`.");
   cmd->add_option("--modes", o->modes,
                   "Modes: none, text, text-cached (warm and evicted), text-cached-evicted, anchor, anchor-layers, rag, "
                   "peer (llama-server, --peer-url)")
