@@ -49,6 +49,12 @@ struct AnchorBenchOptions {
   std::string anchor_layers = "0-3";
   int64_t gen = 64;
   int32_t waves = 3;
+  // Poisson arrivals (run only when rates are given): rounds x rates x modes, interleaved.
+  std::vector<double> request_rates;
+  int32_t arrival_requests = 32;
+  int32_t rounds = 3;
+  double slo_ttft_ms = 1000;
+  double slo_itl_ms = 200;
   int64_t capacity_blocks = 1024;
   int64_t capacity_context = 512;
   bool functional = false;
@@ -319,7 +325,10 @@ int run(AnchorBenchOptions o) {
     o.concurrency = {"1", "4"};
     o.gen = 8;
     o.waves = 1;
-    if (o.cadences.empty()) o.cadences = {"session", "segment", "block", "token"};
+    if (o.cadences.empty()) o.cadences = {"session", "segment", "block", "token", "step"};
+    if (o.request_rates.empty()) o.request_rates = {40};
+    o.arrival_requests = 6;
+    o.rounds = 1;
     o.cadence_lengths = {32};
     o.cadence_concurrency = {1, 4};
     o.capacity_blocks = 96;
@@ -565,6 +574,52 @@ int run(AnchorBenchOptions o) {
       }
     }
   }
+  // 2b. Open-loop load: Poisson arrivals at each rate, per mode, in interleaved rounds (round, rate, mode), with the
+  // largest --anchor-lengths and the first --contexts. Goodput under the SLO per cell.
+  if (!o.request_rates.empty() && !over_http) {
+    const int32_t A = *std::max_element(o.anchor_lengths.begin(), o.anchor_lengths.end());
+    for (int32_t round = 0; round < o.rounds; ++round)
+      for (double rate : o.request_rates)
+        for (BenchMode mode : *modes) {
+          if (mode == BenchMode::kPeer || mode == BenchMode::kTextCachedEvicted) continue;
+          std::unique_ptr<SnippetStore> store;
+          if (mode == BenchMode::kRag) {
+            auto texts = snippet_texts(o.snippets, o.seed);
+            texts[0] = bench_anchor_text(m, A, o.seed);
+            store = std::make_unique<SnippetStore>(m, std::move(texts));
+            setup.store = store.get();
+          }
+          ArrivalSpec spec;
+          spec.cell = CellSpec{mode, mode == BenchMode::kNone ? 0 : A, o.contexts.front(), 1, o.gen, 1,
+                               AnchorRecheckCadence::kSession};
+          spec.rate = rate;
+          spec.requests = o.arrival_requests;
+          spec.round = static_cast<uint64_t>(round);
+          spec.slo_ttft_ms = o.slo_ttft_ms;
+          spec.slo_itl_ms = o.slo_itl_ms;
+          prog(std::string("arrivals ") + bench_mode_name(mode) + " rate=" + std::to_string(rate) + " round " +
+               std::to_string(round + 1) + "/" + std::to_string(o.rounds));
+          auto r = run_arrival_cell(setup, spec);
+          done_progress();
+          setup.store = nullptr;
+          if (!r.ok()) return fail(std::string("arrivals ") + bench_mode_name(mode) + ": " + r.error().message);
+          report.object({{"kind", "arrivals"}, {"mode", bench_mode_name(mode)}, {"anchor_tokens", spec.cell.anchor_tokens},
+                         {"context_tokens", spec.cell.context_tokens}, {"gen_tokens", spec.cell.gen_tokens},
+                         {"request_rate", rate}, {"round", round}, {"requests", r->requests}, {"good", r->good},
+                         {"slo_ttft_ms", o.slo_ttft_ms}, {"slo_itl_ms", o.slo_itl_ms},
+                         {"goodput_req_s", r->goodput_req_s}, {"output_tok_s", r->output_tok_s},
+                         {"seconds", r->seconds}, {"peak_running", r->peak_running},
+                         {"ttft_p50_ms", r->ttft_ms.median}, {"ttft_p99_ms", r->ttft_ms.p99},
+                         {"itl_p50_ms", r->itl_ms.median}, {"itl_p99_ms", r->itl_ms.p99},
+                         {"e2e_p50_ms", r->e2e_ms.median}});
+          if (o.check)
+            checks.expect(r->requests == o.arrival_requests && r->tokens == int64_t{r->requests} * o.gen,
+                          std::string("arrivals ") + bench_mode_name(mode) + ": " + std::to_string(r->tokens) +
+                              " tokens from " + std::to_string(r->requests) + " requests");
+        }
+  } else if (!o.request_rates.empty()) {
+    return fail("--request-rates runs in-process only (drop --base-url)");
+  }
   // 3. The verification-cadence ablation.
   for (int32_t A : o.cadence_lengths)
     for (int32_t C : o.cadence_concurrency)
@@ -705,6 +760,17 @@ void add_bench_anchors_command(CLI::App& bench, Action& action) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--anchor-layers", o->anchor_layers, "anchor-layers mode: the layers that see the anchor (0-3)");
   cmd->add_option("-n,--gen", o->gen, "Generated tokens per request (default 64)")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--request-rates", o->request_rates,
+                  "Open-loop load: Poisson arrivals per second, each rate a cell per mode (default: not run)")
+      ->delimiter(',')
+      ->check(CLI::Range(1e-3, 1e6));
+  cmd->add_option("--arrival-requests", o->arrival_requests, "Requests per arrivals cell (default 32)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--rounds", o->rounds, "Interleaved rounds of the arrivals cells (default 3)")->check(CLI::Range(1, 100));
+  cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "Goodput SLO: a request's TTFT bound (default 1000 ms)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--slo-itl-ms", o->slo_itl_ms, "Goodput SLO: bound on a request's own ITL p99 (default 200 ms)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--waves", o->waves, "Waves of C requests per cell, after one warm-up request (default 3)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--capacity-blocks", o->capacity_blocks,

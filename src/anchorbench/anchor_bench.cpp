@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "anchorbench/bench_texts.h"
+#include "loadgen/workload.h"
 #include "util/rng.h"
 
 namespace pagoda::anchorbench {
@@ -91,6 +93,68 @@ class CellRunner {
     w.decode_seconds = ms_between(last_first, t_end) / 1e3;
     w.peak_used_blocks = peak;
     return w;
+  }
+
+  // Requests [first, first + arrivals.size()) sent at arrivals[i] seconds after the start (ascending; an open loop:
+  // a request arrives whether or not the earlier ones are done), the engine stepped on this thread in between.
+  // Each request's TTFT counts from its own arrival.
+  Result<ArrivalResult> run_arrivals(int64_t first, const std::vector<double>& arrivals, double slo_ttft_ms,
+                                     double slo_itl_ms) {
+    const size_t n = arrivals.size();
+    Wave w;
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    std::vector<Clock::time_point> sent;
+    std::vector<std::vector<Clock::time_point>> times(n);
+    ArrivalResult out;
+    const auto t0 = Clock::now();
+    size_t next = 0;
+    for (;;) {
+      const double elapsed = ms_between(t0, Clock::now()) / 1e3;
+      while (next < n && arrivals[next] <= elapsed) {
+        auto r = make_request(first + static_cast<int64_t>(next), &w);
+        if (!r.ok()) return r.error();
+        sent.push_back(Clock::now());
+        streams.push_back(e_.submit(std::move(*r)));
+        ++next;
+      }
+      const bool busy = e_.step();
+      const auto now = Clock::now();
+      out.peak_running = std::max(out.peak_running, e_.stats().running);
+      for (size_t i = 0; i < streams.size(); ++i) {
+        StreamEvent ev;
+        while (streams[i]->try_next(&ev)) {
+          if (ev.kind == StreamEvent::Kind::kToken) times[i].push_back(now);
+          if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError)
+            return make_error("a benchmark request failed: " + ev.error);
+        }
+      }
+      if (!busy) {
+        if (next == n) break;
+        const double wait = arrivals[next] - ms_between(t0, Clock::now()) / 1e3;
+        if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      }
+    }
+    const auto t_end = Clock::now();
+    std::vector<double> ttft, itl, e2e;
+    for (size_t i = 0; i < n; ++i) {
+      if (times[i].empty()) return make_error("a benchmark request produced no token");
+      ttft.push_back(ms_between(sent[i], times[i].front()));
+      e2e.push_back(ms_between(sent[i], times[i].back()));
+      std::vector<double> own;
+      for (size_t k = 1; k < times[i].size(); ++k) own.push_back(ms_between(times[i][k - 1], times[i][k]));
+      itl.insert(itl.end(), own.begin(), own.end());
+      const double own_itl_p99 = own.empty() ? 0.0 : loadgen::summarize(own).p99;
+      out.good += ttft.back() <= slo_ttft_ms && own_itl_p99 <= slo_itl_ms;
+      out.tokens += static_cast<int64_t>(times[i].size());
+    }
+    out.requests = static_cast<int32_t>(n);
+    out.seconds = ms_between(t0, t_end) / 1e3;
+    out.ttft_ms = loadgen::summarize(ttft);
+    out.itl_ms = loadgen::summarize(itl);
+    out.e2e_ms = loadgen::summarize(e2e);
+    out.goodput_req_s = out.seconds > 0 ? out.good / out.seconds : 0;
+    out.output_tok_s = out.seconds > 0 ? out.tokens / out.seconds : 0;
+    return out;
   }
 
   // Unrelated requests whose blocks fill the whole pool, so that the LRU evicts every cached block from before.
@@ -355,6 +419,41 @@ Result<CellResult> run_cell(const BenchSetup& setup, const CellSpec& spec, const
     r.anchor_verify_ms = prep.signed_anchor.verify_seconds * 1e3;
     r.anchor_prefill_ms = prep.activation.prefill_seconds * 1e3;
   }
+  return r;
+}
+
+Result<ArrivalResult> run_arrival_cell(const BenchSetup& setup, const ArrivalSpec& spec) {
+  const Model& m = *setup.model;
+  const BenchMode mode = spec.cell.mode;
+  if (mode == BenchMode::kPeer || mode == BenchMode::kTextCachedEvicted)
+    return make_error(std::string("Poisson arrivals: the ") + bench_mode_name(mode) + " mode is not supported");
+  if (mode != BenchMode::kNone && spec.cell.anchor_tokens < 2) return make_error("an anchor needs at least 2 tokens");
+  if (!(spec.rate > 0) || spec.requests < 1) return make_error("Poisson arrivals need a rate > 0 and requests >= 1");
+  if (mode == BenchMode::kRag && setup.store == nullptr) return make_error("the rag mode needs a snippet store");
+  Prepared prep;
+  if (mode != BenchMode::kNone) {
+    prep.text = bench_anchor_text(m, spec.cell.anchor_tokens, setup.seed);
+    prep.text_tokens = m.tokenizer().encode(prep.text, /*add_special=*/true, false);
+  }
+  if (mode_has_anchor(mode)) {
+    auto s = setup.signer->sign_and_verify(prep.text, "P" + std::to_string(spec.cell.anchor_tokens));
+    if (!s.ok()) return s.error();
+    prep.signed_anchor = std::move(*s);
+  }
+  EngineConfig config = cell_config(setup, mode, AnchorRecheckCadence::kSession, nullptr);
+  auto created = Engine::create(m, config);
+  if (!created.ok()) return created.error();
+  Engine& e = **created;
+  if (mode_has_anchor(mode))
+    if (Status st = activate(e, setup, mode, &prep); !st.ok()) return st.error();
+  CellRunner runner(setup, spec.cell, e, prep);
+  if (auto warm = runner.run_wave(-1, 1); !warm.ok()) return warm.error();  // as the cells: one warm-up request
+  Rng rng(setup.seed * 0x9e3779b97f4a7c15ull + spec.round * 7919 + 17);
+  const std::vector<double> arrivals = loadgen::arrival_times(rng, spec.requests, spec.rate);
+  auto r = runner.run_arrivals(static_cast<int64_t>(spec.round) * spec.requests, arrivals, spec.slo_ttft_ms,
+                               spec.slo_itl_ms);
+  if (!r.ok()) return r.error();
+  r->spec = spec;
   return r;
 }
 

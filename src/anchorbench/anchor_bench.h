@@ -92,6 +92,31 @@ using ProgressFn = std::function<void(const std::string&)>;
 
 Result<CellResult> run_cell(const BenchSetup& setup, const CellSpec& spec, const ProgressFn& progress = {});
 
+// Open-loop load: `requests` requests of the cell's mode, A and T, each generating cell.gen_tokens, arriving at
+// the times of a Poisson process of `rate` per second (seeded by the run's seed and `round`, so every mode of a
+// round sees the same arrival times), on a fresh engine after one warm-up request. A request is good when its TTFT
+// <= slo_ttft_ms and the 99th percentile of its own inter-token latencies <= slo_itl_ms; goodput is good requests
+// per second of the run (first arrival to last token). The cell's concurrency and waves are not used.
+struct ArrivalSpec {
+  CellSpec cell;
+  double rate = 1.0;
+  int32_t requests = 32;
+  uint64_t round = 0;
+  double slo_ttft_ms = 1000, slo_itl_ms = 200;
+};
+struct ArrivalResult {
+  ArrivalSpec spec;
+  int32_t requests = 0;
+  int32_t good = 0;
+  double seconds = 0;
+  double goodput_req_s = 0;
+  double output_tok_s = 0;
+  int64_t tokens = 0;
+  int32_t peak_running = 0;
+  loadgen::LatencySummary ttft_ms, itl_ms, e2e_ms;
+};
+Result<ArrivalResult> run_arrival_cell(const BenchSetup& setup, const ArrivalSpec& spec);
+
 // How many sequences of A + T prompt tokens generating `gen` tokens run at once on a pool of `num_blocks`
 // blocks: all submitted together (max-num-seqs unbounded), peak running sequences measured; and the count the
 // block arithmetic predicts.

@@ -200,13 +200,15 @@ out=$(timeout 120 "$pagoda" bench anchors "$model" --quick --format json --plot 
 rc=$?
 [ $rc -eq 0 ] && ok || bad "bench anchors --quick exited $rc: $(echo "$out" | tail -n 1)"
 echo "$out" | tail -n 1 | grep -qE '^\{"kind":"checks","passed":[1-9][0-9]*,"failed":0,' && ok || bad "bench anchors checks: $(echo "$out" | tail -n 1)"
-for kind in cell capacity cadence facts attention drift continuity revocation; do
+for kind in cell capacity arrivals cadence facts attention drift continuity revocation; do
   echo "$out" | grep -q "^{\"kind\":\"$kind\"" && ok || bad "bench anchors printed no $kind"
 done
 for mode in none text text-cached text-cached-evicted anchor anchor-layers rag; do
   echo "$out" | grep -q "\"kind\":\"cell\".*\"mode\":\"$mode\"" && ok || bad "bench anchors: no $mode cell"
 done
 echo "$out" | grep '"mode":"anchor"' | grep -q '"pinned_bytes":[1-9]' && ok || bad "bench anchors: anchor cells pin nothing"
+echo "$out" | grep '"kind":"arrivals"' | grep -q '"mode":"anchor".*"requests":6,' && ok || bad "bench anchors: no anchor arrivals cell"
+echo "$out" | grep '"kind":"cadence"' | grep -q '"cadence":"step"' && ok || bad "bench anchors: no step cadence cell"
 for f in latency_vs_anchor_length throughput_vs_concurrency capacity_vs_anchor_length cadence_slowdown; do
   grep -q '<svg' "$tmp/anchor_plots/$f.svg" 2>/dev/null && ok || bad "bench anchors --plot: no $f.svg"
 done
