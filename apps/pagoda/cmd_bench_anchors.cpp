@@ -317,6 +317,15 @@ Status write_plots(const AnchorBenchOptions& o, const std::vector<CellResult>& c
   return {};
 }
 
+// The rag mode's store for anchor length A: the anchor's text among the snippets (it replaces the first one);
+// nullptr for the other modes.
+std::unique_ptr<SnippetStore> rag_store_for(BenchMode mode, const Model& m, int32_t A, const AnchorBenchOptions& o) {
+  if (mode != BenchMode::kRag) return nullptr;
+  auto texts = snippet_texts(o.snippets, o.seed);
+  texts[0] = bench_anchor_text(m, A, o.seed);
+  return std::make_unique<SnippetStore>(m, std::move(texts));
+}
+
 int run(AnchorBenchOptions o) {
   if (o.quick) {
     // CI-sized: every mode and every measurement, small.
@@ -485,14 +494,8 @@ int run(AnchorBenchOptions o) {
         std::vector<int32_t> lengths = mode == BenchMode::kNone ? std::vector<int32_t>{0} : o.anchor_lengths;
         for (int32_t A : lengths) {
           if (mode != BenchMode::kNone && A < 2) continue;  // A = 0 is the none mode
-          std::unique_ptr<SnippetStore> store;
-          if (mode == BenchMode::kRag) {
-            // The store: the anchor's text among snippets (it replaces the first one).
-            auto texts = snippet_texts(o.snippets, o.seed);
-            texts[0] = bench_anchor_text(m, A, o.seed);
-            store = std::make_unique<SnippetStore>(m, std::move(texts));
-            setup.store = store.get();
-          }
+          std::unique_ptr<SnippetStore> store = rag_store_for(mode, m, A, o);
+          setup.store = store.get();
           std::vector<std::pair<int32_t, double>> p99_by_c;  // (C, TTFT p99) of this row, for the saturation search
           for (int32_t C : concs) {
             CellSpec spec{mode, A, T, C, o.gen, o.waves, AnchorRecheckCadence::kSession};
@@ -582,13 +585,8 @@ int run(AnchorBenchOptions o) {
       for (double rate : o.request_rates)
         for (BenchMode mode : *modes) {
           if (mode == BenchMode::kPeer || mode == BenchMode::kTextCachedEvicted) continue;
-          std::unique_ptr<SnippetStore> store;
-          if (mode == BenchMode::kRag) {
-            auto texts = snippet_texts(o.snippets, o.seed);
-            texts[0] = bench_anchor_text(m, A, o.seed);
-            store = std::make_unique<SnippetStore>(m, std::move(texts));
-            setup.store = store.get();
-          }
+          std::unique_ptr<SnippetStore> store = rag_store_for(mode, m, A, o);
+          setup.store = store.get();
           ArrivalSpec spec;
           spec.cell = CellSpec{mode, mode == BenchMode::kNone ? 0 : A, o.contexts.front(), 1, o.gen, 1,
                                AnchorRecheckCadence::kSession};
