@@ -1,8 +1,8 @@
 // pagoda warmstart data|fit|library|eval: warm start (CP-KVP, docs/warm-start.md).
-//   data    -o DIR [--seed S]                 the generated paraphrase data (train prompts and pairs, test pairs)
+//   data    -o DIR [--task story|qa] [--seed S]  the generated data (train prompts and pairs, test pairs)
 //   fit     MODEL --prompts P --pairs Q -o maps.safetensors [-m 16] [--form shared|block-diagonal] [--gamma G]
 //   library MODEL --maps M --prompts P -o DIR  summaries of earlier prompts, for serve/batch --warm-start-library
-//   eval    MODEL --maps M [--maps M2] [--seed S | --test-pairs FILE] [--tau T] [--off] [--out DIR]
+//   eval    MODEL --maps M [--maps M2] [--task story|qa] [--seed S | --test-pairs FILE] [--tau T] [--off] [--out DIR]
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -20,6 +20,7 @@
 #include "warmstart/paraphrase_data.h"
 #include "warmstart/prompt_embedding.h"
 #include "warmstart/prompt_state.h"
+#include "warmstart/qa_data.h"
 
 namespace pagoda::cli {
 namespace {
@@ -67,18 +68,30 @@ void progress_line(const char* what, int64_t done, int64_t total) {
   if (done == total) std::fputc('\n', stderr);
 }
 
+// The generated data of a task: "story" (story openings, stories260K's domain; every prompt ends a sentence) or
+// "qa" (facts, then a question whose answer is the next token: qa_data.h).
+PairSplit generate_task(const std::string& task, uint64_t seed, int instances) {
+  if (task == "qa") {
+    QaDataOptions q;
+    q.seed = seed;
+    q.instances_per_template = instances;
+    return generate_qa_pairs(q);
+  }
+  DataOptions d;
+  d.seed = seed;
+  d.instances_per_template = instances;
+  return generate_pairs(d);
+}
+
 // ---- data ----
 struct DataCmd {
-  std::string out;
+  std::string out, task = "story";
   uint64_t seed = 1;
   int instances = 10;
 };
 
 int run_data(const DataCmd& o) {
-  DataOptions d;
-  d.seed = o.seed;
-  d.instances_per_template = o.instances;
-  const PairSplit split = generate_pairs(d);
+  const PairSplit split = generate_task(o.task, o.seed, o.instances);
   std::string prompts, pairs, test;
   int k = 0;
   for (const auto& p : split.train) {
@@ -88,18 +101,26 @@ int run_data(const DataCmd& o) {
     pairs += json_line({{"source", id + "-s"}, {"target", id + "-t"}, {"adversarial", p.adversarial}}) + "\n";
     ++k;
   }
-  for (const auto& p : split.test)
-    test += json_line({{"template", p.template_id}, {"instance", p.instance}, {"adversarial", p.adversarial},
-                       {"source", p.source}, {"target", p.target}, {"continuation", p.continuation}}) + "\n";
+  for (const auto& p : split.test) {
+    ordered_json j = {{"template", p.template_id}, {"instance", p.instance}, {"adversarial", p.adversarial},
+                      {"source", p.source}, {"target", p.target}, {"continuation", p.continuation}};
+    if (!p.answer.empty()) j["answer"] = p.answer;
+    test += json_line(j) + "\n";
+  }
+  std::string distractors;
+  for (const auto& d : split.distractors)
+    distractors += json_line({{"text", d.text}, {"near_miss", d.near_miss}, {"for_pair", d.for_pair}}) + "\n";
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
   for (const auto& [name, body] : std::map<std::string, std::string>{
-           {"train-prompts.jsonl", prompts}, {"train-pairs.jsonl", pairs}, {"test-pairs.jsonl", test}}) {
+           {"train-prompts.jsonl", prompts}, {"train-pairs.jsonl", pairs}, {"test-pairs.jsonl", test},
+           {"library-distractors.jsonl", distractors}}) {
     Status st = write_file_atomically(o.out + "/" + name, body);
     if (!st.ok()) return fail(st.error().message);
   }
-  std::fprintf(stderr, "pagoda: wrote %d train pairs and %zu test pairs (seed %llu) to %s\n", k, split.test.size(),
-               static_cast<unsigned long long>(o.seed), o.out.c_str());
+  std::fprintf(stderr, "pagoda: wrote %d train pairs, %zu test pairs and %zu library distractors (%s, seed %llu) to %s\n",
+               k, split.test.size(), split.distractors.size(), o.task.c_str(), static_cast<unsigned long long>(o.seed),
+               o.out.c_str());
   return 0;
 }
 
@@ -211,7 +232,7 @@ int run_library(const LibraryCmd& o) {
 
 // ---- eval ----
 struct EvalCmd {
-  std::string model, test_pairs, out, format = "text";
+  std::string model, test_pairs, out, format = "text", task = "story", distractors = "all";
   std::vector<std::string> maps;
   uint64_t seed = 1;
   int instances = 10;
@@ -239,6 +260,11 @@ Result<std::vector<PromptPair>> read_test_pairs(const std::string& path) {
     if (auto it = j.find("template"); it != j.end() && it->is_number_integer()) p.template_id = it->get<int>();
     if (auto it = j.find("instance"); it != j.end() && it->is_number_integer()) p.instance = it->get<int>();
     if (auto it = j.find("adversarial"); it != j.end() && it->is_boolean()) p.adversarial = it->get<bool>();
+    if (auto it = j.find("answer"); it != j.end()) {
+      auto a = string_field(j, "answer", where);
+      if (!a.ok()) return a.error();
+      p.answer = *a;
+    }
     out.push_back(std::move(p));
   }
   return out;
@@ -254,25 +280,29 @@ int run_eval(const EvalCmd& o) {
     maps.push_back(std::move(*m));
   }
   std::vector<PromptPair> test;
+  std::vector<LibraryDistractor> distractors;
   if (!o.test_pairs.empty()) {
     auto t = read_test_pairs(o.test_pairs);
     if (!t.ok()) return fail(t.error().message);
     test = std::move(*t);
   } else {
-    DataOptions d;
-    d.seed = o.seed;
-    d.instances_per_template = o.instances;
-    test = generate_pairs(d).test;
+    PairSplit split = generate_task(o.task, o.seed, o.instances);
+    test = std::move(split.test);
+    for (auto& d : split.distractors)
+      if (o.distractors == "all" || (o.distractors == "unrelated" && !d.near_miss)) distractors.push_back(std::move(d));
   }
   EvalOptions e;
   e.tau = o.tau;
   e.warm_start_off = o.off;
   e.timing_repeats = o.repeats;
   e.threads = o.threads;
-  auto result = evaluate(**model, test, maps, e, [](int64_t d, int64_t t) { progress_line("eval", d, t); });
+  auto result =
+      evaluate(**model, test, distractors, maps, e, [](int64_t d, int64_t t) { progress_line("eval", d, t); });
   if (!result.ok()) return fail(result.error().message);
   ordered_json summary = summarize_eval(*result, o.tau, e.quality_tokens);
   summary["model"] = o.model;
+  summary["task"] = o.test_pairs.empty() ? o.task : "test-pairs file";
+  summary["distractors"] = o.test_pairs.empty() ? o.distractors : "none";
   if (o.search_scaling)
     for (const SearchScaling& r : measure_search_scaling((*model)->hparams().n_embd, {1000, 10000, 100000}))
       summary["search_scaling"].push_back({{"entries", r.entries}, {"exact_ms", r.exact_ms},
@@ -299,14 +329,23 @@ int run_eval(const EvalCmd& o) {
   std::printf("requests %zu (skipped %lld), high-similarity (cos > 0.9) %zu, hits at tau %.2f: %zu\n",
               result->requests.size(), static_cast<long long>(result->skipped),
               summary["high_similarity_requests"].get<size_t>(), o.tau, summary["hits"].get<size_t>());
-  std::printf("%-26s %10s %10s %8s %10s %10s %10s\n", "method (all requests)", "KL(m||c)", "KL(c||m)", "top-1",
-              "TTFT ms", "TTFT cut", "16-tok agr");
+  const bool answers = summary["cold_answer_accuracy"]["n"].get<int>() > 0;
+  if (answers)
+    std::printf("cold answer accuracy %.3f [%.3f, %.3f] over %d questions\n",
+                summary["cold_answer_accuracy"]["rate"].get<double>(), summary["cold_answer_accuracy"]["low"].get<double>(),
+                summary["cold_answer_accuracy"]["high"].get<double>(), summary["cold_answer_accuracy"]["n"].get<int>());
+  std::printf("%-26s %10s %10s %8s %10s %10s %10s%s\n", "method (all requests)", "KL(m||c)", "KL(c||m)", "top-1",
+              "TTFT ms", "TTFT cut", "16-tok agr", answers ? "   accuracy [95% CI]" : "");
   for (const auto& m : result->methods) {
     const auto& s = summary["methods"][m]["all"];
-    std::printf("%-26s %10.4f %10.4f %8.3f %10.3f %9.1f%% %10.3f\n", m.c_str(), s["kl_method_cold"]["mean"].get<double>(),
+    std::printf("%-26s %10.4f %10.4f %8.3f %10.3f %9.1f%% %10.3f", m.c_str(), s["kl_method_cold"]["mean"].get<double>(),
                 s["kl_cold_method"]["mean"].get<double>(), s["top1_agreement"].get<double>(),
                 s["ttft_ms_median"].get<double>(), 100 * s["ttft_reduction_mean"].get<double>(),
                 s["first_tokens_agreement"].get<double>());
+    if (answers)
+      std::printf("   %.3f [%.3f, %.3f]", s["answer_accuracy"]["rate"].get<double>(),
+                  s["answer_accuracy"]["low"].get<double>(), s["answer_accuracy"]["high"].get<double>());
+    std::printf("\n");
   }
   if (summary.contains("criteria"))
     for (const auto& [form, c] : summary["criteria"].items())
@@ -325,6 +364,8 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     auto o = std::make_shared<DataCmd>();
     CLI::App* c = ws->add_subcommand("data", "Write the generated paraphrase data (train prompts/pairs, test pairs)");
     c->add_option("-o,--output", o->out, "Output folder")->required();
+    c->add_option("--task", o->task, "story (story openings) or qa (a question whose answer is in the prompt)")
+        ->check(CLI::IsMember({"story", "qa"}));
     c->add_option("--seed", o->seed, "Generator seed (default 1)");
     c->add_option("--instances", o->instances, "Paraphrase pairs per template (default 10)")->check(CLI::Range(1, 1000));
     c->callback([o, &action] { action = [o] { return run_data(*o); }; });
@@ -360,9 +401,14 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     CLI::App* c = ws->add_subcommand("eval", "The falsification harness: every method and baseline against cold");
     c->add_option("model", o->model, "Model (.gguf or Hugging Face folder)")->required();
     c->add_option("--maps", o->maps, "Maps from `warmstart fit` (repeat to compare forms)")->required()->check(CLI::ExistingFile);
+    c->add_option("--task", o->task, "Generated test split: story (default) or qa (answers, accuracy, distractors)")
+        ->check(CLI::IsMember({"story", "qa"}));
+    c->add_option("--distractors", o->distractors,
+                  "qa: library entries beside the sources: all (unrelated and near misses, default), unrelated or none")
+        ->check(CLI::IsMember({"all", "unrelated", "none"}));
     c->add_option("--seed", o->seed, "Generator seed of the test split (default 1)");
     c->add_option("--instances", o->instances, "Paraphrase pairs per template (default 10)")->check(CLI::Range(1, 1000));
-    c->add_option("--test-pairs", o->test_pairs, "JSONL test pairs instead (source, target, continuation)")->check(CLI::ExistingFile);
+    c->add_option("--test-pairs", o->test_pairs, "JSONL test pairs instead (source, target, continuation[, answer])")->check(CLI::ExistingFile);
     c->add_option("--tau", o->tau, "Similarity threshold of the served method (default 0.9)")->check(finite_range(-1, 2));
     c->add_flag("--search-scaling", o->search_scaling,
                 "Also time exact and HNSW search over 1k, 10k and 100k random embeddings of the model's width");

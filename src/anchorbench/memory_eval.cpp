@@ -12,7 +12,6 @@ namespace pagoda::anchorbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kZ = 1.959963984540054;  // the 97.5% point of the standard normal
 
 // What one question sends: the prompt (after the anchor in anchor modes) and the anchor's digest.
 struct QuestionPrompt {
@@ -80,36 +79,6 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
-
-Proportion wilson_proportion(int32_t hits, int32_t n) {
-  Proportion p;
-  p.hits = hits;
-  p.n = n;
-  if (n <= 0) return p;
-  const double phat = static_cast<double>(hits) / n, z2 = kZ * kZ, nn = n;
-  const double centre = (phat + z2 / (2 * nn)) / (1 + z2 / nn);
-  const double half = kZ * std::sqrt(phat * (1 - phat) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
-  p.rate = phat;
-  p.low = std::max(0.0, centre - half);
-  p.high = std::min(1.0, centre + half);
-  return p;
-}
-
-MeanInterval mean_interval(const std::vector<double>& values) {
-  MeanInterval m;
-  m.n = static_cast<int32_t>(values.size());
-  if (values.empty()) return m;
-  double sum = 0;
-  for (double v : values) sum += v;
-  m.mean = sum / m.n;
-  double ss = 0;
-  for (double v : values) ss += (v - m.mean) * (v - m.mean);
-  const double sd = m.n > 1 ? std::sqrt(ss / (m.n - 1)) : 0;
-  const double half = kZ * sd / std::sqrt(static_cast<double>(m.n));
-  m.low = m.mean - half;
-  m.high = m.mean + half;
-  return m;
-}
 
 Result<MemoryModeResult> evaluate_memory_mode(const Model& model, const ChatPrompt& chat, BenchAnchorSigner& signer,
                                               const MemoryTask& task, const MemoryMode& mode,

@@ -28,22 +28,14 @@
 #include "api/chat_prompt.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "util/confidence_interval.h"
 
 namespace pagoda::anchorbench {
 
-// A share with its 95% Wilson score interval.
-struct Proportion {
-  int32_t hits = 0, n = 0;
-  double rate = 0, low = 0, high = 0;
-};
-Proportion wilson_proportion(int32_t hits, int32_t n);
-
-// A mean with its 95% normal-approximation interval (mean +/- 1.96 sd / sqrt(n)).
-struct MeanInterval {
-  int32_t n = 0;
-  double mean = 0, low = 0, high = 0;
-};
-MeanInterval mean_interval(const std::vector<double>& values);
+using pagoda::mean_interval;
+using pagoda::MeanInterval;
+using pagoda::Proportion;
+using pagoda::wilson_proportion;
 
 struct MemoryMode {
   std::string name;                     // none, text, anchor, anchor-layers, rag, rag-user

@@ -80,11 +80,14 @@ Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<K
   pool_ =
       std::make_unique<ThreadPool>(config_.num_threads > 0 ? config_.num_threads : ThreadPool::default_num_threads());
   max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : model_.hparams().n_ctx_train;
+  if (config_.warm_start)
+    warm_worker_ = std::make_unique<warmstart::WarmStartWorker>(config_.warm_start, [this] { wake(); });
   refresh_stats();
 }
 
 Engine::~Engine() {
   stop();
+  warm_worker_.reset();  // no wake-ups from here on
   // Nobody will step any more: end every open choice so that no reader waits forever.
   take_inbox();
   finish_all(FinishReason::kCancelled, {});
@@ -267,18 +270,45 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   seq->priority = r.priority;
   seq->arrival = rs->arrival;
   seq->ns = &rs->ns;
-  scheduler_->add_waiting(seq.get());
   Sequence* first = seq.get();
   rs->seqs.push_back(std::move(seq));
   active_.push_back(std::move(rs));
-  if (config_.warm_start) try_warm_start(*first);
+  if (warm_worker_ && warm_start_eligible(*first)) {
+    warm_pending_[first->id.value] = first;
+    warm_worker_->submit({static_cast<uint64_t>(first->id.value),
+                          std::vector<int32_t>(first->tokens.begin(), first->tokens.begin() + first->prompt_len),
+                          first->sampler.params()});
+  } else {
+    scheduler_->add_waiting(first);
+  }
 }
 
-void Engine::try_warm_start(Sequence& s) {
+bool Engine::warm_start_eligible(const Sequence& s) const {
   const GenerationRequest& r = s.request->request;
-  if (r.n != 1 || r.grammar || r.logprobs >= 0 || !r.anchor.empty() || r.forced_first_token) return;
-  auto d = config_.warm_start->first_token(std::span<const int32_t>(s.tokens.data(), s.prompt_len), s.sampler.params(),
-                                           *pool_);
+  return r.n == 1 && !r.grammar && r.logprobs < 0 && r.anchor.empty() && !r.forced_first_token;
+}
+
+void Engine::collect_warm_starts() {
+  if (!warm_worker_ || warm_pending_.empty()) return;
+  for (auto& done : warm_worker_->take_done()) {
+    auto it = warm_pending_.find(static_cast<int64_t>(done.id));
+    if (it == warm_pending_.end()) continue;
+    Sequence* s = it->second;
+    warm_pending_.erase(it);
+    // A request cancelled while its decision ran is finished already (and its sequence released only once it
+    // left warm_pending_, see release_finished_requests).
+    if (s->state == Sequence::State::kFinished) continue;
+    apply_warm_start(*s, std::move(done.decision));
+    if (s->state != Sequence::State::kFinished) scheduler_->add_waiting(s);
+  }
+}
+
+void Engine::wait_for_wake() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return stop_ || wake_pending_; });
+}
+
+void Engine::apply_warm_start(Sequence& s, Result<warmstart::WarmStartDecision> d) {
   if (!d.ok()) return finish(s, FinishReason::kError, "warm start: " + d.error().message);
   StreamEvent ev;
   ev.warm_start = d->hit ? WarmStartUse::kHit : WarmStartUse::kMiss;
@@ -309,15 +339,24 @@ void Engine::finish_request(RequestState& rs, FinishReason reason, const std::st
     if (s->state != Sequence::State::kFinished) finish(*s, reason, error);
 }
 
-bool Engine::has_work() const { return scheduler_->num_running() > 0 || scheduler_->num_waiting() > 0; }
+bool Engine::has_work() const {
+  return scheduler_->num_running() > 0 || scheduler_->num_waiting() > 0 || !warm_pending_.empty();
+}
 
 bool Engine::step() {
   take_inbox();
+  collect_warm_starts();
   process_cancellations();
   release_finished_requests();
   if (!has_work()) {
     refresh_stats();
     return false;
+  }
+  if (scheduler_->num_running() == 0 && scheduler_->num_waiting() == 0) {
+    // Only warm-start decisions are in flight: sleep until one lands (its worker wakes us) or a request arrives.
+    wait_for_wake();
+    refresh_stats();
+    return true;
   }
   SchedulerStep sched = scheduler_->schedule();
   for (Sequence* s : sched.rejected) {
@@ -561,8 +600,10 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
 
 void Engine::release_finished_requests() {
   active_.remove_if([this](const std::unique_ptr<RequestState>& p) {
-    if (p->done && !p->anchor.empty()) release_anchor_user(p->anchor);
-    return p->done;
+    if (!p->done) return false;
+    for (const auto& s : p->seqs) warm_pending_.erase(s->id.value);  // its late decision is dropped
+    if (!p->anchor.empty()) release_anchor_user(p->anchor);
+    return true;
   });
   unpin_unused_anchors();
 }
@@ -587,6 +628,7 @@ void Engine::refresh_stats() {
   st.peak_seq_slack_slots = peak_seq_slack_;
   st.prompt_tokens_computed = prompt_tokens_computed_;
   if (config_.warm_start) st.warm_start = config_.warm_start->stats();
+  st.warm_start_pending = static_cast<int64_t>(warm_pending_.size());
   st.generated_tokens = generated_tokens_;
   st.requests_finished = requests_finished_;
   if (mask_prefetcher_) st.masks_prefetched = static_cast<int64_t>(mask_prefetcher_->masks_computed());

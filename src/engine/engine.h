@@ -38,6 +38,7 @@
 #include "util/rng.h"
 #include "util/thread_pool.h"
 #include "warmstart/warm_start_service.h"
+#include "warmstart/warm_start_worker.h"
 
 namespace pagoda {
 
@@ -130,6 +131,7 @@ struct EngineStats {
   int64_t anchor_rechecks = 0;          // re-checks run by the benchmark-only cadence (EngineConfig::anchor_recheck)
   double anchor_recheck_seconds = 0;    // time they took, on the engine thread
   warmstart::WarmStartStats warm_start;  // hits, misses and time (all zero when warm start is off)
+  int64_t warm_start_pending = 0;  // decisions running on the warm-start worker
   int64_t masks_prefetched = 0;  // grammar masks computed during a forward pass (EngineConfig::parallel_masks)
 };
 
@@ -209,7 +211,12 @@ class Engine {
   void sample_and_emit(Sequence& s, std::span<const float> logits);
   // Appends `token` to the sequence and emits it (stop checks, grammar, length); `logits` are the ones behind it.
   void emit_token(Sequence& s, int32_t token, std::span<const float> logits, StreamEvent ev = {});
-  void try_warm_start(Sequence& s);
+  // Warm start runs on its worker thread: eligible requests wait in warm_pending_ (not in the scheduler) until
+  // their decision is taken at the start of a step; nothing else waits for it.
+  bool warm_start_eligible(const Sequence& s) const;
+  void collect_warm_starts();
+  void apply_warm_start(Sequence& s, Result<warmstart::WarmStartDecision> decision);
+  void wait_for_wake();  // blocks until wake() or stop()
   void fork_choices(Sequence& parent);
   void finish(Sequence& s, FinishReason reason, const std::string& error = {});
   void fail_request(std::unique_ptr<RequestState> rs, const std::string& error);
@@ -322,6 +329,8 @@ class Engine {
   std::unordered_map<std::string, AnchorAttention> anchor_attention_;  // sums until read (guarded by mu_)
   std::unordered_map<std::string, AnchorRevocationReport> revocations_;  // by digest (guarded by mu_)
   std::thread thread_;
+  std::unordered_map<int64_t, Sequence*> warm_pending_;  // by sequence id: decisions not taken yet (engine thread)
+  std::unique_ptr<warmstart::WarmStartWorker> warm_worker_;  // last: stopped before anything it wakes goes away
 };
 
 }  // namespace pagoda

@@ -12,6 +12,7 @@
 #include "warmstart/library.h"
 #include "warmstart/prompt_embedding.h"
 #include "warmstart/prompt_state.h"
+#include "warmstart/qa_data.h"
 #include "warmstart/slot_forward.h"
 #include "util/rng.h"
 
@@ -130,7 +131,8 @@ int32_t argmax(const std::vector<float>& logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test, const std::vector<WarmStartMaps>& maps,
+Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test,
+                            const std::vector<LibraryDistractor>& distractors, const std::vector<WarmStartMaps>& maps,
                             const EvalOptions& o, const std::function<void(int64_t, int64_t)>& progress) {
   if (maps.empty()) return make_error("warm start eval: no maps given");
   const SummaryOptions& so = maps.front().summary;
@@ -147,7 +149,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
   EvalResult result;
   result.methods.push_back("served");
   for (const auto& m : maps) result.methods.push_back("projected:" + to_string(m.projector.form()));
-  for (const char* name : {"no-projection", "oracle-summary", "neighbour-kv", "neighbour-kv-blend", "response-cache",
+  for (const char* name : {"no-projection", "oracle-summary", "oracle-summary:R=1", "neighbour-kv", "neighbour-kv-blend", "response-cache",
                            "no-cache", "prefix-cache"})
     result.methods.push_back(name);
 
@@ -170,26 +172,39 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
   }
   if (items.empty()) return make_error("warm start eval: no test pair fits the model's context and m");
 
-  // The library: every test source's summary; and, for the baselines, its cold first-token logits.
+  // The library: every test source's summary, then the distractors'; and, for the baselines, their cold
+  // first-token logits and tokens.
   const auto lib_t0 = Clock::now();
   WarmStartLibrary library(std::numeric_limits<uint64_t>::max());
   std::vector<std::vector<float>> source_cold_logits;
-  std::vector<const std::vector<int32_t>*> source_tokens;
+  std::vector<std::vector<int32_t>> library_tokens;
+  std::vector<std::string> library_kind;  // "source" or a distractor's kind
   int64_t kv_bytes_sum = 0;
-  for (const auto& it : items) {
-    auto state = run_prompt(model, it.source, pool, ws);
+  auto add_entry = [&](const std::vector<int32_t>& tokens, const std::string& kind) -> Status {
+    auto state = run_prompt(model, tokens, pool, ws);
     if (!state.ok()) return state.error();
     auto summary = summarize_prefix(hp, *state, so);
     if (!summary.ok()) return summary.error();
-    LibraryEntry e{it.source, embed_prompt(model, it.source), std::move(*summary)};
+    LibraryEntry e{tokens, embed_prompt(model, tokens), std::move(*summary)};
     result.summary_bytes = static_cast<int64_t>(e.summary.bytes());
     library.insert(std::move(e));
     std::vector<float> logits;
-    PAGODA_RETURN_IF_ERROR(cold.prefill(it.source, 0, logits));
+    PAGODA_RETURN_IF_ERROR(cold.prefill(tokens, 0, logits));
     source_cold_logits.push_back(std::move(logits));
-    source_tokens.push_back(&it.source);
+    library_tokens.push_back(tokens);
+    library_kind.push_back(kind);
+    return Status::success();
+  };
+  for (const auto& it : items) {
+    PAGODA_RETURN_IF_ERROR(add_entry(it.source, "source"));
     kv_bytes_sum += static_cast<int64_t>(it.source.size()) * 2 * hp.n_layer * hp.kv_dim() * 2;
   }
+  for (const auto& d : distractors) {
+    const auto tokens = tok.encode(d.text, true);
+    if (static_cast<int64_t>(tokens.size()) < so.m + 1 || static_cast<int64_t>(tokens.size()) > hp.n_ctx_train) continue;
+    PAGODA_RETURN_IF_ERROR(add_entry(tokens, d.near_miss ? "near-miss" : "unrelated"));
+  }
+  result.library_entries = static_cast<int64_t>(library_tokens.size());
   result.library_seconds = std::chrono::duration<double>(Clock::now() - lib_t0).count();
   result.library_bytes = static_cast<int64_t>(library.bytes());
   result.full_kv_bytes_mean = kv_bytes_sum / static_cast<int64_t>(items.size());
@@ -212,6 +227,8 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       PAGODA_RETURN_IF_ERROR(cold.step(cold_greedy.back(), logits));
       cold_greedy.push_back(argmax(logits));
     }
+    r.has_answer = !it.pair->answer.empty();
+    r.cold_correct = r.has_answer && answer_matches(tok.decode(cold_greedy), it.pair->answer);
     cold.cache().set_length(T);
     PAGODA_RETURN_IF_ERROR(cold.all_logits(it.continuation, scratch));
     const int64_t C = static_cast<int64_t>(it.continuation.size());
@@ -230,7 +247,8 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     r.similarity = hit->similarity;
     r.hit = !o.warm_start_off && hit->similarity >= o.tau;
     r.neighbour_is_own_source = n == static_cast<int64_t>(idx);
-    r.neighbour_tokens = static_cast<int64_t>(source_tokens[n]->size());
+    r.neighbour_kind = r.neighbour_is_own_source ? "own-source" : library_kind[n] == "source" ? "other-source" : library_kind[n];
+    r.neighbour_tokens = static_cast<int64_t>(library_tokens[n].size());
     auto search = [&] {
       auto e = embed_prompt(model, it.target);
       return library.nearest(e);
@@ -246,17 +264,21 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       m.continuation_ll = log_softmax(first)[it.continuation[0]] + rest_ll;
       if (m.top1_agree) {
         m.agree_tokens = o.quality_tokens;  // token 1 equal: the exact path from token 2 is the cold one
+        m.correct = r.cold_correct;
       } else {
         // Token 1 forced to the method's choice, tokens 2.. greedy from the exact cache.
         PAGODA_RETURN_IF_ERROR(cold.prefill(it.target, 0, logits));  // other methods reused the cache
         int32_t t = w1;
         m.agree_tokens = 0;
+        std::vector<int32_t> generated;
         for (int i = 0; i < o.quality_tokens; ++i) {
           m.agree_tokens += t == cold_greedy[i];
+          generated.push_back(t);
           if (i + 1 == o.quality_tokens) break;
           PAGODA_RETURN_IF_ERROR(cold.step(t, logits));
           t = argmax(logits);
         }
+        m.correct = r.has_answer && answer_matches(tok.decode(generated), it.pair->answer);
       }
       return Status::success();
     };
@@ -320,10 +342,16 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       if (!own.ok()) return own.error();
       PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), *own, pool, ws, first));
       PAGODA_RETURN_IF_ERROR(add("oracle-summary", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own, pool, ws, scratch); })));
+      SummaryOptions r1 = so;
+      r1.ref_positions = 1;  // the next token's own query only: the seed's objective for C
+      auto own_r1 = summarize_prefix(hp, *state, r1);
+      if (!own_r1.ok()) return own_r1.error();
+      PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), *own_r1, pool, ws, first));
+      PAGODA_RETURN_IF_ERROR(add("oracle-summary:R=1", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own_r1, pool, ws, scratch); })));
     }
     {
       // The neighbour's exact prefix cache (all but its last token), the target's last token after it.
-      const auto& src = *source_tokens[n];
+      const auto& src = library_tokens[n];
       std::vector<int32_t> seq(src.begin(), src.end() - 1);
       seq.push_back(it.target.back());
       PAGODA_RETURN_IF_ERROR(cold.prefill(seq, 0, first));
@@ -340,7 +368,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       // distance between the two tokens' embedding rows (a context-free stand-in for CacheBlend's layer-1 K/V
       // deviation, which pagoda does not compute). Timed: the recomputation and the last token (the neighbour's
       // cache is stored, not computed).
-      const auto& src = *source_tokens[n];
+      const auto& src = library_tokens[n];
       const int64_t P = T - 1, Ps = static_cast<int64_t>(src.size());
       const int64_t budget = std::max<int64_t>(1, (P * o.blend_recompute_percent + 99) / 100);
       std::vector<uint8_t> recompute(P, 0);
@@ -400,7 +428,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     {
       // Exact prefix cache: the target's tokens shared with the neighbour from the start, in whole blocks,
       // leaving at least the last token to run.
-      const auto& src = *source_tokens[n];
+      const auto& src = library_tokens[n];
       int64_t common = 0;
       while (common < T - 1 && common < static_cast<int64_t>(src.size()) && src[common] == it.target[common]) ++common;
       common = common / o.prefix_block * o.prefix_block;

@@ -5,6 +5,7 @@
 //   projected:<form>  the projected summary of the nearest neighbour, hit or not (one per maps file)
 //   no-projection     the neighbour's summary used as-is                                    (baseline 5)
 //   oracle-summary    the target's own exact cache compressed to m slots (compression error alone)  (6)
+//   oracle-summary:R=1  the same with one reference query, the next token's own (the seed's objective)
 //   neighbour-kv      the neighbour's full exact prefix cache, the target's last token after it       (4)
 //   neighbour-kv-blend  the same with ~15% of the prefix recomputed (CacheBlend-style)             (4)
 //   response-cache    the neighbour's own first-token distribution (a semantic response cache)        (3)
@@ -12,7 +13,9 @@
 //   prefix-cache      exact prefix cache on the shared token prefix (block-rounded): exact, KL 0      (2)
 // Metrics per request and method: KL both ways, top-1 agreement, time to first token (embedding, search,
 // projection and slot forward included), greedy agreement of the first 16 tokens with cold (token 1 from the
-// method, tokens 2.. from the exact cache: the serving guarantee), the held-out continuation's log-likelihood.
+// method, tokens 2.. from the exact cache: the serving guarantee), the held-out continuation's log-likelihood, and
+// for question-answer pairs (an `answer`) whether that greedy continuation answers right (qa_data.h's rule).
+// The library holds the test sources plus the distractors given (unrelated prompts, near misses of targets).
 #pragma once
 
 #include <functional>
@@ -44,6 +47,7 @@ struct MethodOutcome {
   double ttft_s = 0;
   int agree_tokens = 0;      // of quality_tokens, greedy, against cold
   double continuation_ll = 0;  // sum of log-probabilities of the continuation
+  bool correct = false;        // question-answer pairs: the greedy continuation answers right
 };
 
 struct RequestOutcome {
@@ -54,6 +58,9 @@ struct RequestOutcome {
   int64_t neighbour_tokens = 0;
   float similarity = 0;
   bool neighbour_is_own_source = false;
+  std::string neighbour_kind;  // "own-source", "other-source", "near-miss" or "unrelated" (library distractors)
+  bool has_answer = false;     // a question-answer pair
+  bool cold_correct = false;   // the cold greedy continuation answers right
   bool hit = false;  // similarity >= tau
   double cold_ttft_s = 0;
   double cold_token2_s = 0;    // cold prefill + one decode step
@@ -67,6 +74,7 @@ struct EvalResult {
   std::vector<std::string> methods;
   std::vector<RequestOutcome> requests;
   int64_t skipped = 0;  // pairs whose prompts were too short for m slots or too long for the context
+  int64_t library_entries = 0;  // sources plus distractors
   double library_seconds = 0;
   int64_t library_bytes = 0;
   int64_t summary_bytes = 0;  // one entry's summary
@@ -74,7 +82,8 @@ struct EvalResult {
 };
 
 // All maps must share the summary settings (m, R, ridge). progress(done, total) after each request.
-Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test, const std::vector<WarmStartMaps>& maps,
+Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& test,
+                            const std::vector<LibraryDistractor>& distractors, const std::vector<WarmStartMaps>& maps,
                             const EvalOptions& options, const std::function<void(int64_t, int64_t)>& progress = {});
 
 // Search cost against library size, over `entries` random unit embeddings of dimension `dim` (no summaries); the

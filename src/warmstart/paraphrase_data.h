@@ -18,6 +18,15 @@ struct PromptPair {
   std::string source;        // the earlier prompt (its summary is in the library)
   std::string target;        // the new prompt
   std::string continuation;  // held-out text that follows the target (quality: its log-likelihood)
+  std::string answer;        // the right answer to the target's question (question-answer data; empty for stories)
+};
+
+// An extra library entry beside the test pairs' sources: an unrelated prompt, or a near miss of a target (the same
+// text with the asked fact changed), so that the nearest neighbour can be wrong and a false hit has a cost.
+struct LibraryDistractor {
+  std::string text;
+  bool near_miss = false;
+  int for_pair = -1;  // index into the test split (near misses), -1 for unrelated prompts
 };
 
 struct DataOptions {
@@ -33,6 +42,7 @@ constexpr int kNumTestTemplates = 4;  // templates kNumTemplates - 4 .. kNumTemp
 struct PairSplit {
   std::vector<PromptPair> train;
   std::vector<PromptPair> test;
+  std::vector<LibraryDistractor> distractors;  // question-answer data only
 };
 
 PairSplit generate_pairs(const DataOptions& options);

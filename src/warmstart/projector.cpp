@@ -10,6 +10,7 @@ std::string to_string(ProjectorForm form) {
     case ProjectorForm::kIdentity: return "identity";
     case ProjectorForm::kShared: return "shared";
     case ProjectorForm::kBlockDiagonal: return "block-diagonal";
+    case ProjectorForm::kSlotMixing: return "slot-mixing";
   }
   return "?";
 }
@@ -18,7 +19,8 @@ Result<ProjectorForm> parse_projector_form(const std::string& text) {
   if (text == "identity") return ProjectorForm::kIdentity;
   if (text == "shared") return ProjectorForm::kShared;
   if (text == "block-diagonal") return ProjectorForm::kBlockDiagonal;
-  return make_error("unknown projector form '" + text + "' (expected shared, block-diagonal or identity)");
+  if (text == "slot-mixing") return ProjectorForm::kSlotMixing;
+  return make_error("unknown projector form '" + text + "' (expected shared, block-diagonal, slot-mixing or identity)");
 }
 
 Projector::Projector(ProjectorForm form, int64_t n_layer, int64_t n_kv_heads, int64_t head_dim, int64_t m)
@@ -32,6 +34,7 @@ int64_t Projector::params_per_head() const {
     case ProjectorForm::kIdentity: return 0;
     case ProjectorForm::kShared: return (2 * d + 2) * (2 * d + 1);
     case ProjectorForm::kBlockDiagonal: return 2 * (d + 1) * d + 2;
+    case ProjectorForm::kSlotMixing: return m_ * m_;
   }
   return 0;
 }
@@ -84,6 +87,19 @@ Result<SlotCache> Projector::apply(const SlotCache& source) const {
       const float* w = weights_.data() + (l * n_kv_heads_ + h) * P;
       const float* src = source.head_rows(l, h);
       float* dst = out.head_rows(l, h);
+      if (form_ == ProjectorForm::kSlotMixing) {
+        // dst[j] = sum_k M[j][k] src[k]
+        for (int64_t j = 0; j < m_; ++j) {
+          float* y = dst + j * Wd;
+          std::fill(y, y + Wd, 0.0f);
+          for (int64_t k = 0; k < m_; ++k) {
+            const float mjk = w[j * m_ + k];
+            const float* x = src + k * Wd;
+            for (int64_t c = 0; c < Wd; ++c) y[c] += mjk * x[c];
+          }
+        }
+        continue;
+      }
       for (int64_t j = 0; j < m_; ++j) {
         const float* x = src + j * Wd;
         float* y = dst + j * Wd;
@@ -119,7 +135,27 @@ Result<Projector> fit_projector(ProjectorForm form, const std::vector<std::pair<
         std::copy_n(pr.first->head_rows(l, h) + (i % m) * Wd + offset, width, x);
         std::copy_n(pr.second->head_rows(l, h) + (i % m) * Wd + offset, width, y);
       };
-      if (form == ProjectorForm::kShared) {
+      if (form == ProjectorForm::kSlotMixing) {
+        // M = (sum Y X^T + g I)(sum X X^T + g I)^-1, so M = I when g dominates.
+        Eigen::MatrixXd XX = Eigen::MatrixXd::Zero(m, m), YX = Eigen::MatrixXd::Zero(m, m);
+        for (const auto& [src, dst] : pairs) {
+          Eigen::MatrixXd X(m, Wd), Y(m, Wd);
+          for (int64_t j = 0; j < m; ++j)
+            for (int64_t c = 0; c < Wd; ++c) {
+              X(j, c) = src->head_rows(l, h)[j * Wd + c];
+              Y(j, c) = dst->head_rows(l, h)[j * Wd + c];
+            }
+          XX += X * X.transpose();
+          YX += Y * X.transpose();
+        }
+        const double g = gamma * std::max(XX.trace() / m, 1e-12);
+        XX.diagonal().array() += g;
+        YX.diagonal().array() += g;
+        // M XX = YX  <=>  XX^T M^T = YX^T (XX symmetric)
+        const Eigen::MatrixXd M = XX.ldlt().solve(YX.transpose()).transpose();
+        for (int64_t j = 0; j < m; ++j)
+          for (int64_t k = 0; k < m; ++k) w[j * m + k] = static_cast<float>(M(j, k));
+      } else if (form == ProjectorForm::kShared) {
         fit_affine(n_rows, Wd, Wd, gamma, [&](int64_t i, float* x, float* y) { rows(i, 0, Wd, x, y); }, w);
       } else {
         fit_affine(n_rows, d, d, gamma, [&](int64_t i, float* x, float* y) { rows(i, 0, d, x, y); }, w);

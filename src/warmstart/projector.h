@@ -4,6 +4,9 @@
 // source maps to slot j of the target; slots are ordered by position, so paraphrases line up):
 //   - kShared: one affine map of the whole slot row (key, value, bias): (2d+2) x (2d+1) weights per head;
 //   - kBlockDiagonal: keys from keys, values from values, bias from bias, each affine: 2(d+1)d + 2 per head.
+// And the seed's literal form, which mixes slots instead of coordinates:
+//   - kSlotMixing: target = M * source, M an m x m matrix per layer and head applied to the m slot rows (key,
+//     value and bias move together): m^2 weights per head.
 // kIdentity is the "no projection" ablation. The ridge penalty pulls toward the identity map, so a huge gamma
 // gives back the source summary unchanged.
 #pragma once
@@ -17,7 +20,7 @@
 
 namespace pagoda::warmstart {
 
-enum class ProjectorForm { kIdentity, kShared, kBlockDiagonal };
+enum class ProjectorForm { kIdentity, kShared, kBlockDiagonal, kSlotMixing };
 
 std::string to_string(ProjectorForm form);
 Result<ProjectorForm> parse_projector_form(const std::string& text);
@@ -35,7 +38,7 @@ class Projector {
   int64_t params_per_head() const;
   int64_t param_count() const { return params_per_head() * n_layer_ * n_kv_heads_; }
   // [n_layer, n_kv_heads, params_per_head()]: kShared row-major (2d+2) x (2d+1) (last row: intercept);
-  // kBlockDiagonal: keys (d+1) x d, values (d+1) x d, bias (slope, intercept).
+  // kBlockDiagonal: keys (d+1) x d, values (d+1) x d, bias (slope, intercept); kSlotMixing: M row-major m x m.
   std::vector<float>& weights() { return weights_; }
   const std::vector<float>& weights() const { return weights_; }
 
@@ -49,7 +52,9 @@ class Projector {
 };
 
 // Fits every layer and head by ridge regression toward the identity: minimises
-// sum ||x W - y||^2 + gamma' ||W - I||^2 over the slot rows of all pairs, gamma' = gamma * trace(X^T X) / cols.
+// sum ||x W - y||^2 + gamma' ||W - I||^2 over the slot rows of all pairs, gamma' = gamma * trace(X^T X) / cols;
+// kSlotMixing: sum_pairs ||M X - Y||^2 + gamma' ||M - I||^2, X and Y the pair's m x (2d+1) slot matrices,
+// gamma' = gamma * trace(sum X X^T) / m.
 Result<Projector> fit_projector(ProjectorForm form, const std::vector<std::pair<const SlotCache*, const SlotCache*>>& pairs,
                                 double gamma);
 

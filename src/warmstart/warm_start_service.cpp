@@ -32,19 +32,26 @@ Result<WarmStartDecision> WarmStartService::first_token(std::span<const int32_t>
                                                         ThreadPool& pool) {
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  std::lock_guard decision(decision_mu_);
   WarmStartDecision d;
+  auto count = [&](bool hit) {
+    std::lock_guard lock(stats_mu_);
+    ++(hit ? stats_.hits : stats_.misses);
+    stats_.search_s += d.search_s;
+    stats_.projection_s += d.projection_s;
+    stats_.forward_s += d.forward_s;
+  };
   if (static_cast<int64_t>(prompt.size()) < maps_.summary.m + 1 || library_.size() == 0) {
-    ++stats_.misses;
+    count(false);
     return d;
   }
   const auto t0 = Clock::now();
   const auto hit = library_.nearest(embed_prompt(model_, prompt));
   const auto t1 = Clock::now();
   d.search_s = seconds(t0, t1);
-  stats_.search_s += d.search_s;
   d.similarity = hit ? hit->similarity : 0.0f;
   if (!hit || hit->similarity < config_.threshold) {
-    ++stats_.misses;
+    count(false);
     return d;
   }
   auto projected = maps_.projector.apply(library_.entry(hit->index).summary);
@@ -54,13 +61,16 @@ Result<WarmStartDecision> WarmStartService::first_token(std::span<const int32_t>
   const auto t3 = Clock::now();
   d.projection_s = seconds(t1, t2);
   d.forward_s = seconds(t2, t3);
-  stats_.projection_s += d.projection_s;
-  stats_.forward_s += d.forward_s;
   Sampler sampler(sampling);
   d.token = sampler.sample(d.logits, prompt, {});
   d.hit = true;
-  ++stats_.hits;
+  count(true);
   return d;
+}
+
+WarmStartStats WarmStartService::stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
 }
 
 std::string WarmStartService::describe() const {

@@ -4,11 +4,14 @@
 // the request's first token. The engine emits it at admission and then runs the exact prefill of prompt + that
 // token as ordinary scheduled work, so token 2 onward comes from the exact cache: the output from token 2 on is
 // bitwise that of a cold request whose first token is forced to the same token (tests/unit/engine).
-// Not thread-safe: the engine calls it from its own thread, between steps.
+// Thread-safe: one decision at a time (decision_mu_), so engines sharing a service, or its worker
+// (warm_start_worker.h) and a caller, never race on its workspace; the statistics have their own lock, held only
+// to copy them, so reading them never waits for a decision.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,7 +57,9 @@ class WarmStartService {
   // Prompts shorter than m + 1 tokens miss without a search.
   Result<WarmStartDecision> first_token(std::span<const int32_t> prompt, const SamplingParams& sampling,
                                         ThreadPool& pool);
-  const WarmStartStats& stats() const { return stats_; }
+  WarmStartStats stats() const;
+  // Holds every decision back while the lock lives (a caller that must see no decision run: tests, maintenance).
+  [[nodiscard]] std::unique_lock<std::mutex> hold_decisions() { return std::unique_lock(decision_mu_); }
   const WarmStartConfig& config() const { return config_; }
   int64_t library_size() const { return library_.size(); }
   int64_t slots() const { return maps_.summary.m; }
@@ -69,7 +74,9 @@ class WarmStartService {
   WarmStartMaps maps_;
   WarmStartLibrary library_;
   TransformerWorkspace ws_;
-  WarmStartStats stats_;
+  std::mutex decision_mu_;  // guards ws_ and the library (its index is built lazily)
+  mutable std::mutex stats_mu_;
+  WarmStartStats stats_;  // guarded by stats_mu_
 };
 
 }  // namespace pagoda::warmstart

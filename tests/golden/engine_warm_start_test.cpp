@@ -50,20 +50,15 @@ std::vector<Output> run(const Model& model, const std::vector<GenerationRequest>
   return out;
 }
 
-TEST(EngineWarmStart, FromTokenTwoOnBitwiseEqualToAColdRequestWithTheFirstTokenForced) {
-  auto loaded = Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
-  ASSERT_TRUE(loaded.ok());
-  const Model& model = **loaded;
-  const std::string dir = ::testing::TempDir() + "/pagoda-warm-start-engine";
+// Maps fitted on a few training pairs; a library of the test sources (whose paraphrases are the targets).
+std::shared_ptr<WarmStartService> build_service(const Model& model, const std::string& dir, PairSplit& split) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-
-  // Maps fitted on a few training pairs; a library of test sources; the targets are their paraphrases.
   DataOptions data;
   data.instances_per_template = 4;
   data.adversarial_per_template = 1;
   data.max_body_sentences = 12;
-  const PairSplit split = generate_pairs(data);
+  split = generate_pairs(data);
   std::vector<TextPair> train;
   for (const auto& p : split.train)
     if (!p.adversarial) train.push_back({p.source, p.target});
@@ -72,26 +67,39 @@ TEST(EngineWarmStart, FromTokenTwoOnBitwiseEqualToAColdRequestWithTheFirstTokenF
   fit.summary.ref_positions = 8;
   FitReport report;
   auto maps = fit_maps(model, train, fit, report);
-  ASSERT_TRUE(maps.ok()) << maps.error().message;
-  ASSERT_TRUE(save_maps(dir + "/maps.safetensors", *maps).ok());
+  if (!maps.ok()) return nullptr;
+  if (!save_maps(dir + "/maps.safetensors", *maps).ok()) return nullptr;
   ThreadPool pool(1);
   TransformerWorkspace ws;
   WarmStartLibrary lib;
   for (const auto& p : split.test) {
     const auto tokens = model.tokenizer().encode(p.source, true);
     auto state = run_prompt(model, tokens, pool, ws);
-    ASSERT_TRUE(state.ok());
+    if (!state.ok()) return nullptr;
     auto summary = summarize_prefix(model.hparams(), *state, fit.summary);
-    ASSERT_TRUE(summary.ok());
+    if (!summary.ok()) return nullptr;
     lib.insert({tokens, embed_prompt(model, tokens), std::move(*summary)});
   }
-  ASSERT_TRUE(lib.save(dir + "/library").ok());
+  if (!lib.save(dir + "/library").ok()) return nullptr;
   WarmStartConfig wc;
   wc.maps_path = dir + "/maps.safetensors";
   wc.library_dir = dir + "/library";
   wc.threshold = 0.9;
   auto service = WarmStartService::open(model, wc);
-  ASSERT_TRUE(service.ok()) << service.error().message;
+  if (!service.ok()) return nullptr;
+  return std::shared_ptr<WarmStartService>(std::move(*service));
+
+}
+
+TEST(EngineWarmStart, FromTokenTwoOnBitwiseEqualToAColdRequestWithTheFirstTokenForced) {
+  auto loaded = Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
+  ASSERT_TRUE(loaded.ok());
+  const Model& model = **loaded;
+  const std::string dir = ::testing::TempDir() + "/pagoda-warm-start-engine";
+
+  PairSplit split;
+  auto service = build_service(model, dir, split);
+  ASSERT_NE(service, nullptr);
 
   std::vector<GenerationRequest> reqs;
   for (size_t i = 0; i < split.test.size(); ++i) {
@@ -120,7 +128,7 @@ TEST(EngineWarmStart, FromTokenTwoOnBitwiseEqualToAColdRequestWithTheFirstTokenF
   }
 
   EngineStats warm_stats;
-  const auto warm = run(model, reqs, std::shared_ptr<WarmStartService>(std::move(*service)), &warm_stats);
+  const auto warm = run(model, reqs, service, &warm_stats);
   std::vector<GenerationRequest> forced = reqs;
   for (size_t i = 0; i < reqs.size(); ++i) {
     ASSERT_NE(warm[i].finish, FinishReason::kError) << warm[i].error;
@@ -154,6 +162,54 @@ TEST(EngineWarmStart, FromTokenTwoOnBitwiseEqualToAColdRequestWithTheFirstTokenF
   EXPECT_LT(warm_stats.prompt_tokens_computed, cold_stats.prompt_tokens_computed);
   std::printf("[warm-start gate] %zu requests: %d hits, %d misses; tokens 2.. bitwise equal to forced-cold\n",
               reqs.size(), hits, misses);
+}
+
+// The warm path runs on its worker: while a decision is held back, the engine keeps stepping the other requests
+// (the warm request waits outside the scheduler), and once released the warm request completes as usual.
+TEST(EngineWarmStart, TheEngineKeepsSteppingWhileADecisionRuns) {
+  auto loaded = Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
+  ASSERT_TRUE(loaded.ok());
+  const Model& model = **loaded;
+  PairSplit split;
+  auto service = build_service(model, ::testing::TempDir() + "/pagoda-warm-start-worker", split);
+  ASSERT_NE(service, nullptr);
+  EngineConfig config;
+  config.num_threads = 1;
+  config.warm_start = service;
+  auto engine = Engine::create(model, config);
+  ASSERT_TRUE(engine.ok());
+  GenerationRequest other;  // not eligible for warm start (logprobs): scheduled at once
+  other.id = "other";
+  other.prompt = model.tokenizer().encode(split.test[0].source, true);
+  other.max_tokens = 40;
+  other.ignore_eos = true;
+  other.logprobs = 0;
+  other.sampling.temperature = 0.0f;
+  GenerationRequest warm;
+  warm.id = "warm";
+  warm.prompt = model.tokenizer().encode(split.test[0].target, true);
+  warm.max_tokens = 4;
+  warm.sampling.temperature = 0.0f;
+  Output other_out, warm_out;
+  auto other_stream = (*engine)->submit(other);
+  auto warm_stream = (*engine)->submit(warm);
+  {
+    auto hold = service->hold_decisions();
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE((*engine)->step());
+    drain_stream(*other_stream, other_out);
+    drain_stream(*warm_stream, warm_out);
+    EXPECT_GE(other_out.ids.size(), 4u) << "the running request waited for the warm decision";
+    EXPECT_TRUE(warm_out.ids.empty());
+    EXPECT_EQ((*engine)->stats().warm_start_pending, 1);
+  }
+  while ((*engine)->step()) {
+  }
+  drain_stream(*other_stream, other_out);
+  drain_stream(*warm_stream, warm_out);
+  EXPECT_EQ(other_out.ids.size(), 40u);
+  EXPECT_EQ(warm_out.ids.size(), 4u);
+  EXPECT_NE(warm_out.warm_start, WarmStartUse::kOff);
+  EXPECT_EQ((*engine)->stats().warm_start_pending, 0);
 }
 
 }  // namespace

@@ -9,28 +9,6 @@
 namespace pagoda::anchorbench {
 namespace {
 
-TEST(MemoryEvalStats, WilsonIntervalKnownValues) {
-  const Proportion p = wilson_proportion(7, 20);  // textbook: 0.1812 .. 0.5671
-  EXPECT_DOUBLE_EQ(p.rate, 0.35);
-  EXPECT_NEAR(p.low, 0.1812, 5e-4);
-  EXPECT_NEAR(p.high, 0.5671, 5e-4);
-  const Proportion zero = wilson_proportion(0, 20);
-  EXPECT_EQ(zero.low, 0.0);
-  EXPECT_NEAR(zero.high, 0.1611, 5e-4);
-  const Proportion all = wilson_proportion(20, 20);
-  EXPECT_NEAR(all.low, 0.8389, 5e-4);
-  EXPECT_EQ(all.high, 1.0);
-  EXPECT_EQ(wilson_proportion(0, 0).n, 0);
-}
-
-TEST(MemoryEvalStats, MeanIntervalIsNormalApproximation) {
-  const MeanInterval m = mean_interval({1, 2, 3});
-  EXPECT_DOUBLE_EQ(m.mean, 2.0);
-  EXPECT_NEAR(m.high - m.mean, 1.959963984540054 / std::sqrt(3.0), 1e-12);
-  EXPECT_NEAR(m.mean - m.low, m.high - m.mean, 1e-12);
-  EXPECT_EQ(mean_interval({}).n, 0);
-}
-
 class MemoryEvalEngine : public ::testing::Test {
  protected:
   void SetUp() override {

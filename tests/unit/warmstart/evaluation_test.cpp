@@ -36,7 +36,7 @@ TEST(Evaluation, ColdEquivalentMethodsAreExactlyCold) {
   o.timing_repeats = 1;
   o.quality_tokens = 4;
   o.blend_recompute_percent = 100;  // every prefix position recomputed: the blend is the target's own cache
-  auto result = evaluate(model, split.test, {*maps}, o);
+  auto result = evaluate(model, split.test, {}, {*maps}, o);
   ASSERT_TRUE(result.ok()) << result.error().message;
   ASSERT_EQ(result->requests.size(), split.test.size());
   for (const auto& r : result->requests) {
@@ -57,8 +57,8 @@ TEST(Evaluation, RefusesMapsOfAnotherShapeAndEmptyInput) {
   const Model& model = stories260k();
   WarmStartMaps wrong;
   wrong.projector = Projector(ProjectorForm::kIdentity, 3, 1, 8, 16);
-  EXPECT_FALSE(evaluate(model, {}, {wrong}, EvalOptions{}).ok());
-  EXPECT_FALSE(evaluate(model, {}, {}, EvalOptions{}).ok());
+  EXPECT_FALSE(evaluate(model, {}, {}, {wrong}, EvalOptions{}).ok());
+  EXPECT_FALSE(evaluate(model, {}, {}, {}, EvalOptions{}).ok());
 }
 
 TEST(Evaluation, KlIsZeroForEqualLogitsAndPositiveOtherwise) {

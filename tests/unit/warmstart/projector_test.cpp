@@ -49,6 +49,53 @@ TEST(Projector, BothFormsRecoverAnAffineRelation) {
   EXPECT_EQ(Projector(ProjectorForm::kBlockDiagonal, 2, 2, 4, 8).params_per_head(), 2 * 5 * 4 + 2);
 }
 
+// target = M * source with M a fixed slot permutation plus a blend: within the slot-mixing form only.
+SlotCache mixed(const SlotCache& s) {
+  SlotCache t = s;
+  const int64_t m = s.n_slots, W = s.row_width();
+  for (int64_t l = 0; l < s.n_layer; ++l)
+    for (int64_t h = 0; h < s.n_kv_heads; ++h)
+      for (int64_t j = 0; j < m; ++j)
+        for (int64_t c = 0; c < W; ++c)
+          t.head_rows(l, h)[j * W + c] =
+              0.7f * s.head_rows(l, h)[((j + 1) % m) * W + c] + 0.3f * s.head_rows(l, h)[j * W + c];
+  return t;
+}
+
+TEST(Projector, SlotMixingRecoversALinearMixOfSlots) {
+  Rng rng(11);
+  std::vector<SlotCache> src, tgt;
+  for (int i = 0; i < 10; ++i) {
+    src.push_back(random_cache(rng, 4, 8));
+    tgt.push_back(mixed(src.back()));
+  }
+  std::vector<std::pair<const SlotCache*, const SlotCache*>> pairs;
+  for (size_t i = 0; i < src.size(); ++i) pairs.emplace_back(&src[i], &tgt[i]);
+  auto p = fit_projector(ProjectorForm::kSlotMixing, pairs, 1e-9);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->params_per_head(), 8 * 8);
+  Rng fresh(5);
+  const SlotCache probe = random_cache(fresh, 4, 8);
+  auto y = p->apply(probe);
+  ASSERT_TRUE(y.ok());
+  const SlotCache want = mixed(probe);
+  for (size_t i = 0; i < want.rows.size(); ++i) ASSERT_NEAR(y->rows[i], want.rows[i], 1e-3);
+  // The per-coordinate forms cannot express a slot permutation: their best fit misses it.
+  auto shared = fit_projector(ProjectorForm::kShared, pairs, 1e-9);
+  ASSERT_TRUE(shared.ok());
+  auto ys = shared->apply(probe);
+  ASSERT_TRUE(ys.ok());
+  double err = 0;
+  for (size_t i = 0; i < want.rows.size(); ++i) err = std::max(err, double(std::abs(ys->rows[i] - want.rows[i])));
+  EXPECT_GT(err, 0.1);
+  // A huge ridge gives the identity here too.
+  auto ident = fit_projector(ProjectorForm::kSlotMixing, pairs, 1e12);
+  ASSERT_TRUE(ident.ok());
+  auto yi = ident->apply(probe);
+  ASSERT_TRUE(yi.ok());
+  for (size_t i = 0; i < probe.rows.size(); ++i) ASSERT_NEAR(yi->rows[i], probe.rows[i], 1e-4);
+}
+
 TEST(Projector, AHugeRidgeGivesTheIdentity) {
   Rng rng(3);
   std::vector<SlotCache> src, tgt;
