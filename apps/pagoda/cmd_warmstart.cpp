@@ -1,6 +1,6 @@
 // pagoda warmstart data|fit|library|eval: warm start (CP-KVP, docs/warm-start.md).
 //   data    -o DIR [--task story|qa] [--seed S]  the generated data (train prompts and pairs, test pairs)
-//   fit     MODEL --prompts P --pairs Q -o maps.safetensors [-m 16] [--form shared|block-diagonal] [--gamma G]
+//   fit     MODEL --prompts P --pairs Q -o maps.safetensors [-m 16] [--form F] [--gamma G] [--target-features K]
 //   library MODEL --maps M --prompts P -o DIR  summaries of earlier prompts, for serve/batch --warm-start-library
 //   eval    MODEL --maps M [--maps M2] [--task story|qa] [--seed S | --test-pairs FILE] [--tau T] [--off] [--out DIR]
 #include <cstdio>
@@ -127,7 +127,7 @@ int run_data(const DataCmd& o) {
 // ---- fit ----
 struct FitCmd {
   std::string model, prompts, pairs, out, form = "shared";
-  int64_t m = 16, ref_positions = 16;
+  int64_t m = 16, ref_positions = 16, target_features = 8;
   double gamma = 1e-2, value_ridge = 1e-3;
   int threads = 1;
 };
@@ -176,6 +176,7 @@ int run_fit(const FitCmd& o) {
   f.summary.value_ridge = o.value_ridge;
   f.form = *form;
   f.gamma = o.gamma;
+  f.target_features = o.target_features;
   f.threads = o.threads;
   FitReport report;
   auto maps = fit_maps(**model, *pairs, f, report, [](int64_t d, int64_t t) { progress_line("fit", d, t); });
@@ -379,7 +380,12 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     c->add_option("-o,--output", o->out, "Output maps (.safetensors)")->required();
     c->add_option("-m,--slots", o->m, "Summary slots per layer and KV head (default 16)")->check(CLI::Range(1, 4096));
     c->add_option("--ref-positions", o->ref_positions, "Reference query positions R (default 16)")->check(CLI::Range(1, 4096));
-    c->add_option("--form", o->form, "Projector form: shared, block-diagonal or identity (default shared)");
+    c->add_option("--form", o->form,
+                  "Projector form: shared (default), block-diagonal, slot-mixing (the seed's M*S), target-aware "
+                  "(shared plus the prompts' embedding difference) or identity");
+    c->add_option("--target-features", o->target_features,
+                  "target-aware: principal directions of the embedding difference it reads (default 8)")
+        ->check(CLI::Range(1, 4096));
     c->add_option("--gamma", o->gamma, "Ridge strength toward the identity map (default 0.01)")->check(finite_range(0, 1e12));
     c->add_option("--value-ridge", o->value_ridge, "Ridge of the summary's value solve (default 0.001)")->check(finite_range(0, 1e6));
     add_threads_flag(*c, o->threads);

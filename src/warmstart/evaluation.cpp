@@ -253,6 +253,12 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       auto e = embed_prompt(model, it.target);
       return library.nearest(e);
     };
+    // The target's embedding minus a library entry's (what a target-aware projector reads).
+    auto delta_to = [&](int64_t entry) {
+      std::vector<float> d(embedding.size());
+      for (size_t c = 0; c < d.size(); ++c) d[c] = embedding[c] - library.entry(entry).embedding[c];
+      return d;
+    };
 
     // Each method: (first-token logits, a timed servable computation).
     auto time_it = [&](auto&& fn) { return median_seconds(o.timing_repeats, fn); };
@@ -302,7 +308,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     auto served_first = [&](std::vector<float>& out) -> Status {
       const auto h = search();
       if (!o.warm_start_off && h && h->similarity >= o.tau) {
-        auto projected = served_projector.apply(library.entry(h->index).summary);
+        auto projected = served_projector.apply(library.entry(h->index).summary, delta_to(h->index));
         if (!projected.ok()) return projected.error();
         return slot_forward(model, it.target.back(), *projected, pool, ws, out);
       }
@@ -320,7 +326,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     for (const auto& m : maps) {
       auto run = [&](std::vector<float>& out) -> Status {
         const auto h = search();
-        auto projected = m.projector.apply(library.entry(h->index).summary);
+        auto projected = m.projector.apply(library.entry(h->index).summary, delta_to(h->index));
         if (!projected.ok()) return projected.error();
         return slot_forward(model, it.target.back(), *projected, pool, ws, out);
       };

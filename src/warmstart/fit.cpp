@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "warmstart/kv_summary.h"
+#include "warmstart/prompt_embedding.h"
 #include "warmstart/prompt_state.h"
 
 namespace pagoda::warmstart {
@@ -13,16 +14,23 @@ Result<WarmStartMaps> fit_maps(const Model& model, const std::vector<TextPair>& 
   ThreadPool pool(o.threads);
   TransformerWorkspace ws;
   std::vector<SlotCache> sources, targets;
+  std::vector<std::vector<float>> deltas;  // e_target - e_source, per pair used
+  std::vector<float> last_embedding;
   auto summarize = [&](const std::string& text) -> Result<SlotCache> {
     const auto tokens = model.tokenizer().encode(text, true);
+    last_embedding = embed_prompt(model, tokens);
     auto state = run_prompt(model, tokens, pool, ws);
     if (!state.ok()) return state.error();
     return summarize_prefix(model.hparams(), *state, o.summary);
   };
   for (size_t i = 0; i < pairs.size(); ++i) {
     auto s = summarize(pairs[i].source);
+    const std::vector<float> source_embedding = last_embedding;
     auto t = s.ok() ? summarize(pairs[i].target) : Result<SlotCache>(s.error());
     if (s.ok() && t.ok()) {
+      std::vector<float> delta(last_embedding.size());
+      for (size_t c = 0; c < delta.size(); ++c) delta[c] = last_embedding[c] - source_embedding[c];
+      deltas.push_back(std::move(delta));
       sources.push_back(std::move(*s));
       targets.push_back(std::move(*t));
       ++report.pairs_used;
@@ -39,7 +47,7 @@ Result<WarmStartMaps> fit_maps(const Model& model, const std::vector<TextPair>& 
   maps.summary = o.summary;
   maps.gamma = o.gamma;
   if (refs.empty()) return make_error("warm start: no training pair is long enough for " + std::to_string(o.summary.m) + " slots");
-  auto p = fit_projector(o.form, refs, o.gamma);
+  auto p = fit_projector(o.form, refs, o.gamma, deltas, o.target_features);
   if (!p.ok()) return p.error();
   maps.projector = std::move(*p);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -22,6 +22,7 @@ struct FitOptions {
   SummaryOptions summary;
   ProjectorForm form = ProjectorForm::kShared;
   double gamma = 1e-2;
+  int64_t target_features = 8;  // kTargetAware: k, the embedding-difference directions it reads
   int threads = 1;
 };
 

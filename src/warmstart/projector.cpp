@@ -11,6 +11,7 @@ std::string to_string(ProjectorForm form) {
     case ProjectorForm::kShared: return "shared";
     case ProjectorForm::kBlockDiagonal: return "block-diagonal";
     case ProjectorForm::kSlotMixing: return "slot-mixing";
+    case ProjectorForm::kTargetAware: return "target-aware";
   }
   return "?";
 }
@@ -20,11 +21,19 @@ Result<ProjectorForm> parse_projector_form(const std::string& text) {
   if (text == "shared") return ProjectorForm::kShared;
   if (text == "block-diagonal") return ProjectorForm::kBlockDiagonal;
   if (text == "slot-mixing") return ProjectorForm::kSlotMixing;
-  return make_error("unknown projector form '" + text + "' (expected shared, block-diagonal, slot-mixing or identity)");
+  if (text == "target-aware") return ProjectorForm::kTargetAware;
+  return make_error("unknown projector form '" + text +
+                    "' (expected shared, block-diagonal, slot-mixing, target-aware or identity)");
 }
 
-Projector::Projector(ProjectorForm form, int64_t n_layer, int64_t n_kv_heads, int64_t head_dim, int64_t m)
+Projector::Projector(ProjectorForm form, int64_t n_layer, int64_t n_kv_heads, int64_t head_dim, int64_t m,
+                     int64_t target_features, int64_t embedding_dim)
     : form_(form), n_layer_(n_layer), n_kv_heads_(n_kv_heads), head_dim_(head_dim), m_(m) {
+  if (form == ProjectorForm::kTargetAware) {
+    k_ = target_features;
+    embd_ = embedding_dim;
+    basis_.assign(static_cast<size_t>(k_ * embd_), 0.0f);
+  }
   weights_.assign(static_cast<size_t>(param_count()), 0.0f);
 }
 
@@ -35,6 +44,7 @@ int64_t Projector::params_per_head() const {
     case ProjectorForm::kShared: return (2 * d + 2) * (2 * d + 1);
     case ProjectorForm::kBlockDiagonal: return 2 * (d + 1) * d + 2;
     case ProjectorForm::kSlotMixing: return m_ * m_;
+    case ProjectorForm::kTargetAware: return (2 * d + 2 + k_) * (2 * d + 1);
   }
   return 0;
 }
@@ -75,13 +85,26 @@ void fit_affine(int64_t n_rows, int64_t in, int64_t out, double gamma, Gather ga
 
 }  // namespace
 
-Result<SlotCache> Projector::apply(const SlotCache& source) const {
+Result<SlotCache> Projector::apply(const SlotCache& source, std::span<const float> target_delta) const {
   if (source.n_layer != n_layer_ || source.n_kv_heads != n_kv_heads_ || source.head_dim != head_dim_ ||
       source.n_slots != m_)
     return make_error("warm start: the summary's shape does not match the projector's");
   if (form_ == ProjectorForm::kIdentity) return source;
   SlotCache out = source;
   const int64_t d = head_dim_, Wd = source.row_width(), P = params_per_head();
+  // kTargetAware: each slot row is extended by phi = B delta (the same k features for every slot).
+  std::vector<float> extended;
+  if (form_ == ProjectorForm::kTargetAware) {
+    if (static_cast<int64_t>(target_delta.size()) != embd_)
+      return make_error("warm start: the target-aware projector needs the prompts' embedding difference (" +
+                        std::to_string(embd_) + " values, got " + std::to_string(target_delta.size()) + ")");
+    extended.assign(static_cast<size_t>(Wd + k_), 0.0f);
+    for (int64_t f = 0; f < k_; ++f) {
+      double acc = 0;
+      for (int64_t c = 0; c < embd_; ++c) acc += double(basis_[f * embd_ + c]) * target_delta[c];
+      extended[Wd + f] = static_cast<float>(acc);
+    }
+  }
   for (int64_t l = 0; l < n_layer_; ++l)
     for (int64_t h = 0; h < n_kv_heads_; ++h) {
       const float* w = weights_.data() + (l * n_kv_heads_ + h) * P;
@@ -105,6 +128,9 @@ Result<SlotCache> Projector::apply(const SlotCache& source) const {
         float* y = dst + j * Wd;
         if (form_ == ProjectorForm::kShared) {
           affine(w, x, Wd, Wd, y);
+        } else if (form_ == ProjectorForm::kTargetAware) {
+          std::copy_n(x, Wd, extended.data());
+          affine(w, extended.data(), Wd + k_, Wd, y);
         } else {
           affine(w, x, d, d, y);
           affine(w + (d + 1) * d, x + d, d, d, y + d);
@@ -116,13 +142,44 @@ Result<SlotCache> Projector::apply(const SlotCache& source) const {
 }
 
 Result<Projector> fit_projector(ProjectorForm form, const std::vector<std::pair<const SlotCache*, const SlotCache*>>& pairs,
-                                double gamma) {
+                                double gamma, const std::vector<std::vector<float>>& target_deltas,
+                                int64_t target_features) {
   if (pairs.empty()) return make_error("warm start: no pairs to fit the projector on");
   const SlotCache& first = *pairs.front().first;
   for (const auto& [s, t] : pairs)
     if (!s->same_shape(first) || !t->same_shape(first))
       return make_error("warm start: the pairs' summaries differ in shape");
-  Projector p(form, first.n_layer, first.n_kv_heads, first.head_dim, first.n_slots);
+  int64_t k = 0, embd = 0;
+  std::vector<std::vector<float>> phi;  // [pairs][k]: each pair's features
+  Eigen::MatrixXd basis;
+  if (form == ProjectorForm::kTargetAware) {
+    if (target_deltas.size() != pairs.size() || target_deltas.front().empty())
+      return make_error("warm start: the target-aware projector needs one embedding difference per pair");
+    embd = static_cast<int64_t>(target_deltas.front().size());
+    for (const auto& t : target_deltas)
+      if (static_cast<int64_t>(t.size()) != embd) return make_error("warm start: embedding differences differ in width");
+    k = std::clamp<int64_t>(target_features, 1, std::min<int64_t>(embd, static_cast<int64_t>(pairs.size())));
+    // B: the top k right singular vectors of the differences (rows: pairs), i.e. their principal directions.
+    Eigen::MatrixXd D(static_cast<Eigen::Index>(pairs.size()), embd);
+    for (size_t i = 0; i < pairs.size(); ++i)
+      for (int64_t c = 0; c < embd; ++c) D(static_cast<Eigen::Index>(i), c) = target_deltas[i][c];
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd(D, Eigen::ComputeThinV);
+    basis = svd.matrixV().leftCols(k).transpose();  // k x embd
+    // Features of RMS 1 over the training pairs, so the ridge (scaled by the inputs' trace) treats them like the
+    // slot coordinates instead of shrinking them for being small.
+    for (int64_t r = 0; r < k; ++r) {
+      const double rms = (D * basis.row(r).transpose()).norm() / std::sqrt(static_cast<double>(pairs.size()));
+      if (rms > 1e-12) basis.row(r) /= rms;
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      std::vector<float> f(k);
+      for (int64_t r = 0; r < k; ++r) f[r] = static_cast<float>(basis.row(r).dot(D.row(static_cast<Eigen::Index>(i))));
+      phi.push_back(std::move(f));
+    }
+  }
+  Projector p(form, first.n_layer, first.n_kv_heads, first.head_dim, first.n_slots, k, embd);
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < embd; ++c) p.target_basis()[r * embd + c] = static_cast<float>(basis(r, c));
   if (form == ProjectorForm::kIdentity) return p;
   const int64_t d = first.head_dim, Wd = first.row_width(), m = first.n_slots, P = p.params_per_head();
   const int64_t n_rows = static_cast<int64_t>(pairs.size()) * m;
@@ -155,6 +212,13 @@ Result<Projector> fit_projector(ProjectorForm form, const std::vector<std::pair<
         const Eigen::MatrixXd M = XX.ldlt().solve(YX.transpose()).transpose();
         for (int64_t j = 0; j < m; ++j)
           for (int64_t k = 0; k < m; ++k) w[j * m + k] = static_cast<float>(M(j, k));
+      } else if (form == ProjectorForm::kTargetAware) {
+        fit_affine(n_rows, Wd + k, Wd, gamma,
+                   [&](int64_t i, float* x, float* y) {
+                     rows(i, 0, Wd, x, y);
+                     std::copy_n(phi[i / m].data(), k, x + Wd);
+                   },
+                   w);
       } else if (form == ProjectorForm::kShared) {
         fit_affine(n_rows, Wd, Wd, gamma, [&](int64_t i, float* x, float* y) { rows(i, 0, Wd, x, y); }, w);
       } else {

@@ -55,6 +55,11 @@ Status save_maps(const std::string& path, const WarmStartMaps& maps) {
   if (p.params_per_head() > 0)
     tensors.push_back({"projector", {uint64_t(p.n_layer()), uint64_t(p.n_kv_heads()), uint64_t(p.params_per_head())},
                        p.weights()});
+  if (p.needs_target()) {
+    meta["target_features"] = std::to_string(p.target_features());
+    meta["embedding_dim"] = std::to_string(p.embedding_dim());
+    tensors.push_back({"target_basis", {uint64_t(p.target_features()), uint64_t(p.embedding_dim())}, p.target_basis()});
+  }
   return write_safetensors_f32(path, tensors, meta);
 }
 
@@ -91,8 +96,23 @@ Result<WarmStartMaps> maps_from_safetensors(const SafetensorsFile& file, const s
   maps.summary.ref_positions = *R;
   maps.summary.value_ridge = *ridge;
   maps.gamma = *gamma;
+  int64_t k = 0, embd = 0;
+  const SafetensorsTensor* basis = file.find("target_basis");
+  if (*form == ProjectorForm::kTargetAware) {
+    auto kk = meta_int(meta, "target_features", 1, 4096);
+    auto ee = meta_int(meta, "embedding_dim", 1, 1 << 20);
+    if (!kk.ok()) return fail(kk.error().message);
+    if (!ee.ok()) return fail(ee.error().message);
+    k = *kk;
+    embd = *ee;
+    if (basis == nullptr) return fail("the 'target_basis' tensor is missing");
+    if (basis->type != GgmlType::F32 || basis->shape != std::vector<uint64_t>{uint64_t(k), uint64_t(embd)})
+      return fail("the 'target_basis' tensor has the wrong type or shape for the metadata");
+  } else if (basis != nullptr) {
+    return fail("only a target-aware projector has a 'target_basis' tensor");
+  }
   // The weights' shape is checked against the file before anything is allocated (the metadata is untrusted).
-  const int64_t per_head = Projector(*form, 0, 0, *d, *m).params_per_head();
+  const int64_t per_head = Projector(*form, 0, 0, *d, *m, k, embd).params_per_head();
   const SafetensorsTensor* w = file.find("projector");
   if (per_head > 0) {
     if (w == nullptr) return fail("the 'projector' tensor is missing");
@@ -100,7 +120,8 @@ Result<WarmStartMaps> maps_from_safetensors(const SafetensorsFile& file, const s
         w->shape != std::vector<uint64_t>{uint64_t(*L), uint64_t(*H), uint64_t(per_head)})
       return fail("the 'projector' tensor has the wrong type or shape for the metadata");
   }
-  maps.projector = Projector(*form, *L, *H, *d, *m);
+  maps.projector = Projector(*form, *L, *H, *d, *m, k, embd);
+  if (basis != nullptr) std::memcpy(maps.projector.target_basis().data(), basis->data, static_cast<size_t>(k * embd) * 4);
   if (per_head > 0) {
     std::memcpy(maps.projector.weights().data(), w->data, maps.projector.param_count() * 4);  // any alignment
   } else if (w != nullptr) {
@@ -116,6 +137,9 @@ Status check_maps_fit_model(const WarmStartMaps& maps, const ModelHParams& hp) {
                       std::to_string(p.n_kv_heads()) + " KV heads x " + std::to_string(p.head_dim()) +
                       " dims, the model has " + std::to_string(hp.n_layer) + " x " + std::to_string(hp.n_head_kv) +
                       " x " + std::to_string(hp.head_dim));
+  if (p.needs_target() && p.embedding_dim() != hp.n_embd)
+    return make_error("warm-start maps read embeddings of width " + std::to_string(p.embedding_dim()) +
+                      ", the model's are " + std::to_string(hp.n_embd));
   return Status::success();
 }
 

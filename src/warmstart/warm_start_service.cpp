@@ -46,7 +46,8 @@ Result<WarmStartDecision> WarmStartService::first_token(std::span<const int32_t>
     return d;
   }
   const auto t0 = Clock::now();
-  const auto hit = library_.nearest(embed_prompt(model_, prompt));
+  const std::vector<float> embedding = embed_prompt(model_, prompt);
+  const auto hit = library_.nearest(embedding);
   const auto t1 = Clock::now();
   d.search_s = seconds(t0, t1);
   d.similarity = hit ? hit->similarity : 0.0f;
@@ -54,7 +55,13 @@ Result<WarmStartDecision> WarmStartService::first_token(std::span<const int32_t>
     count(false);
     return d;
   }
-  auto projected = maps_.projector.apply(library_.entry(hit->index).summary);
+  const LibraryEntry& entry = library_.entry(hit->index);
+  std::vector<float> delta;
+  if (maps_.projector.needs_target()) {
+    delta.resize(embedding.size());
+    for (size_t c = 0; c < delta.size(); ++c) delta[c] = embedding[c] - entry.embedding[c];
+  }
+  auto projected = maps_.projector.apply(entry.summary, delta);
   if (!projected.ok()) return projected.error();
   const auto t2 = Clock::now();
   PAGODA_RETURN_IF_ERROR(slot_forward(model_, prompt.back(), *projected, pool, ws_, d.logits));

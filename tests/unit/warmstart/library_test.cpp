@@ -176,5 +176,34 @@ TEST(WarmStartMaps, RoundTripAndRefusals) {
   EXPECT_FALSE(load_maps(dir + "/missing.safetensors").ok());
 }
 
+TEST(WarmStartMaps, TargetAwareMapsKeepTheirBasisAndRefuseAMissingOne) {
+  const std::string dir = temp_dir("maps-target");
+  WarmStartMaps maps;
+  maps.summary.m = 4;
+  maps.projector = Projector(ProjectorForm::kTargetAware, 2, 1, 3, 4, /*k=*/2, /*embedding_dim=*/5);
+  for (size_t i = 0; i < maps.projector.weights().size(); ++i) maps.projector.weights()[i] = 0.5f * i;
+  for (size_t i = 0; i < maps.projector.target_basis().size(); ++i) maps.projector.target_basis()[i] = -1.0f * i;
+  ASSERT_TRUE(save_maps(dir + "/t.safetensors", maps).ok());
+  auto back = load_maps(dir + "/t.safetensors");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->projector.form(), ProjectorForm::kTargetAware);
+  EXPECT_EQ(back->projector.target_features(), 2);
+  EXPECT_EQ(back->projector.embedding_dim(), 5);
+  EXPECT_EQ(back->projector.weights(), maps.projector.weights());
+  EXPECT_EQ(back->projector.target_basis(), maps.projector.target_basis());
+  // The same file without its basis.
+  const int64_t per_head = maps.projector.params_per_head();
+  std::vector<float> w(static_cast<size_t>(2 * per_head), 0.0f);
+  ASSERT_TRUE(write_safetensors_f32(dir + "/nobasis.safetensors", {{"projector", {2, 1, uint64_t(per_head)}, w}},
+                                    {{"format", "pagoda-warmstart-maps-1"}, {"form", "target-aware"}, {"m", "4"},
+                                     {"ref_positions", "4"}, {"value_ridge", "0.001"}, {"gamma", "0.01"},
+                                     {"n_layer", "2"}, {"n_kv_heads", "1"}, {"head_dim", "3"},
+                                     {"target_features", "2"}, {"embedding_dim", "5"}})
+                  .ok());
+  auto bad = load_maps(dir + "/nobasis.safetensors");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("target_basis"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pagoda::warmstart

@@ -112,6 +112,46 @@ TEST(Projector, AHugeRidgeGivesTheIdentity) {
   for (size_t i = 0; i < y->rows.size(); ++i) ASSERT_NEAR(y->rows[i], src[0].rows[i], 1e-4);
 }
 
+// target = source + 0.5 c (every coordinate), where the prompts' embedding difference is c u: only a projector that
+// reads the difference can know c.
+TEST(Projector, TargetAwareReadsTheEmbeddingDifference) {
+  Rng rng(21);
+  const int64_t embd = 12;
+  std::vector<float> u(embd);
+  for (auto& x : u) x = static_cast<float>(rng.next_normal());
+  auto shifted = [](const SlotCache& s, double c) {
+    SlotCache t = s;
+    for (float& x : t.rows) x += static_cast<float>(0.5 * c);
+    return t;
+  };
+  std::vector<SlotCache> src, tgt;
+  std::vector<std::vector<float>> deltas;
+  for (int i = 0; i < 30; ++i) {
+    const double c = rng.next_normal();
+    src.push_back(random_cache(rng, 4, 8));
+    tgt.push_back(shifted(src.back(), c));
+    std::vector<float> d(embd);
+    for (int64_t k = 0; k < embd; ++k) d[k] = static_cast<float>(c * u[k]);
+    deltas.push_back(std::move(d));
+  }
+  std::vector<std::pair<const SlotCache*, const SlotCache*>> pairs;
+  for (size_t i = 0; i < src.size(); ++i) pairs.emplace_back(&src[i], &tgt[i]);
+  auto p = fit_projector(ProjectorForm::kTargetAware, pairs, 1e-9, deltas, 1);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->target_features(), 1);
+  EXPECT_EQ(p->params_per_head(), (2 * 4 + 2 + 1) * (2 * 4 + 1));
+  Rng fresh(8);
+  const SlotCache probe = random_cache(fresh, 4, 8);
+  std::vector<float> delta(embd);
+  for (int64_t k = 0; k < embd; ++k) delta[k] = 1.5f * u[k];
+  auto y = p->apply(probe, delta);
+  ASSERT_TRUE(y.ok()) << y.error().message;
+  const SlotCache want = shifted(probe, 1.5);
+  for (size_t i = 0; i < want.rows.size(); ++i) ASSERT_NEAR(y->rows[i], want.rows[i], 1e-3);
+  EXPECT_FALSE(p->apply(probe).ok());  // the difference is required
+  EXPECT_FALSE(fit_projector(ProjectorForm::kTargetAware, pairs, 1e-9).ok());  // and needed to fit
+}
+
 TEST(Projector, RefusesMismatchedShapes) {
   Rng rng(1);
   SlotCache a = random_cache(rng, 4, 8), b = random_cache(rng, 4, 6);
