@@ -194,7 +194,7 @@ nlohmann::ordered_json summarize_eval(const EvalResult& res, double tau, int q) 
       first_form = method;
       break;
     }
-  for (double t : {0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99}) {
+  for (double t : {0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 0.995, 0.999, 0.9995, 0.9999}) {
     std::vector<const RequestOutcome*> h;
     for (const auto* r : all)
       if (r->similarity >= t) h.push_back(r);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "util/rng.h"
+#include "warmstart/synonyms.h"
 
 namespace pagoda::warmstart {
 
@@ -75,25 +76,6 @@ const T& pick(Rng& rng, const std::vector<T>& v) {
   return v[rng.next_u64() % v.size()];
 }
 
-// Replaces whole-word occurrences of synonyms, each with probability 1/2.
-std::string apply_synonyms(const std::string& text, Rng& rng) {
-  std::string out = text;
-  for (const auto& [a, b] : kSynonyms) {
-    size_t pos = 0;
-    while ((pos = out.find(a, pos)) != std::string::npos) {
-      const bool left = pos == 0 || !std::isalpha(static_cast<unsigned char>(out[pos - 1]));
-      const bool right = pos + a.size() >= out.size() || !std::isalpha(static_cast<unsigned char>(out[pos + a.size()]));
-      if (left && right && rng.next_double() < 0.5) {
-        out.replace(pos, a.size(), b);
-        pos += b.size();
-      } else {
-        pos += a.size();
-      }
-    }
-  }
-  return out;
-}
-
 struct Instance {
   const Template* t;
   Fill fill;
@@ -119,7 +101,7 @@ std::string render(const Instance& in, Rng& rng, bool paraphrase, bool swap_role
   s.push_back(substitute(in.t->closing, closing, negate ? in.t->negated_verb : in.t->verb));
   std::string text;
   for (const auto& sentence : s) text += (text.empty() ? "" : " ") + sentence;
-  return paraphrase ? apply_synonyms(text, rng) : text;
+  return paraphrase ? apply_synonyms(text, kSynonyms, rng) : text;
 }
 
 }  // namespace

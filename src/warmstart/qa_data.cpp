@@ -5,6 +5,7 @@
 #include <map>
 
 #include "util/rng.h"
+#include "warmstart/synonyms.h"
 
 namespace pagoda::warmstart {
 
@@ -102,24 +103,6 @@ QaFill random_fill(Rng& rng) {
   return f;
 }
 
-std::string apply_synonyms(const std::string& text, Rng& rng) {
-  std::string out = text;
-  for (const auto& [a, b] : kSynonyms) {
-    size_t pos = 0;
-    while ((pos = out.find(a, pos)) != std::string::npos) {
-      const bool left = pos == 0 || !std::isalpha(static_cast<unsigned char>(out[pos - 1]));
-      const bool right = pos + a.size() >= out.size() || !std::isalpha(static_cast<unsigned char>(out[pos + a.size()]));
-      if (left && right && rng.next_double() < 0.5) {
-        out.replace(pos, a.size(), b);
-        pos += b.size();
-      } else {
-        pos += a.size();
-      }
-    }
-  }
-  return out;
-}
-
 // One rendering: opening, the six facts (shuffled, each in a random phrasing), fillers (one fewer with
 // probability 1/2), maybe an inserted sentence, synonyms over the statements; then the question, unchanged.
 // Only `rng` decides the wording, so replaying a copy of it with another fill changes the values alone.
@@ -143,7 +126,7 @@ std::string render(int framing, int asked, const QaFill& f, const std::vector<in
   }
   std::string text;
   for (const auto& sentence : s) text += (text.empty() ? "" : " ") + sentence;
-  return apply_synonyms(text, rng) + "\n" + fill_in(kQuestions[asked], f);
+  return apply_synonyms(text, kSynonyms, rng) + "\n" + fill_in(kQuestions[asked], f);
 }
 
 std::string normalise(const std::string& s) {

@@ -68,9 +68,49 @@ for form in ["projected:shared", "projected:block-diagonal"]:
     assert set(c) == {"ttft_reduction_gt_40pct", "mean_kl_le_0.05", "quality_drop_le_1pct"}, c
     for v in c.values():
         assert v["verdict"] in ("supported", "falsified"), v
-assert len(on["tau_sweep"]) == 10 and on["ttft_by_length"], on
+assert len(on["tau_sweep"]) == 14 and on["ttft_by_length"], on
+assert on["methods"]["oracle-summary:R=1"]["all"]["n"] == 28
 assert sum(1 for _ in open(os.path.join(out, "requests.jsonl"))) == 28
 assert open(os.path.join(out, "plots.svg")).read().startswith("<svg")
+PY
+
+# --- question-answer data: answers, library distractors, the other two projector forms, accuracy with intervals
+"$pagoda" warmstart data --task qa -o "$tmp/qa" --instances 2 2>"$tmp/err" || bad "qa data: $(cat "$tmp/err")"
+python3 - "$tmp/qa" <<'PY' && ok || bad "qa data files"
+import json, sys
+d = sys.argv[1]
+test = [json.loads(l) for l in open(d + "/test-pairs.jsonl")]
+dis = [json.loads(l) for l in open(d + "/library-distractors.jsonl")]
+assert len(test) == 4 * 5 and all(t["answer"] and t["target"].endswith(("in", "is", "called", " a")) for t in test), test[0]
+assert sum(x["near_miss"] for x in dis) == 4 * 2 and sum(not x["near_miss"] for x in dis) == len(test), len(dis)
+PY
+for form in slot-mixing target-aware; do
+  "$pagoda" warmstart fit "$model" --prompts "$tmp/qa/train-prompts.jsonl" --pairs "$tmp/qa/train-pairs.jsonl" \
+    -m 8 --form "$form" -o "$tmp/qa-$form.safetensors" >"$tmp/fit.json" 2>"$tmp/err" \
+    && grep -q "\"form\":\"$form\"" "$tmp/fit.json" && ok || bad "qa fit $form: $(cat "$tmp/err" "$tmp/fit.json")"
+done
+for distractors in all none; do
+  "$pagoda" warmstart eval "$model" --maps "$tmp/qa-slot-mixing.safetensors" --maps "$tmp/qa-target-aware.safetensors" \
+    --task qa --instances 2 --repeats 1 --distractors "$distractors" --format json >"$tmp/qa-$distractors.json" \
+    2>"$tmp/err" || bad "qa eval $distractors: $(cat "$tmp/err")"
+done
+python3 - "$tmp/qa-all.json" "$tmp/qa-none.json" <<'PY' && ok || bad "qa eval results"
+import json, sys
+a, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["library"]["entries"] == 20 + 28 and n["library"]["entries"] == 20, (a["library"], n["library"])
+assert n["nearest_neighbour_kind"] == {"own-source": 20}, n["nearest_neighbour_kind"]
+assert sum(a["nearest_neighbour_kind"].values()) == 20
+for s in (a, n):
+    assert s["cold_answer_accuracy"]["n"] == 20
+    for m in ["projected:slot-mixing", "projected:target-aware", "oracle-summary:R=1", "prefix-cache"]:
+        st = s["methods"][m]["all"]
+        acc, drop = st["answer_accuracy"], st["accuracy_drop_vs_cold"]
+        assert 0 <= acc["low"] <= acc["rate"] <= acc["high"] <= 1 and acc["n"] == 20, (m, acc)
+        assert drop["low"] <= drop["difference"] <= drop["high"], (m, drop)
+    # The exact prefix cache answers exactly as cold does.
+    assert s["methods"]["prefix-cache"]["all"]["accuracy_drop_vs_cold"]["difference"] == 0.0
+    q = s["criteria"]["projected:slot-mixing"]["quality_drop_le_1pct"]
+    assert q["measure"] == "answer accuracy" and "low" in q and "high" in q, q
 PY
 
 # --- batch with warm start: hits are said per line and in the stats; a short prompt misses
