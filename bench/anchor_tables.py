@@ -51,11 +51,11 @@ if rows["cadence"]:
               f"{f(c['itl_ms']['p50'],2)} / {f(c['itl_ms']['p99'],2)} | {c['rechecks']} | {f(c['recheck_seconds'],3)} | {slow:.2f}x |")
     print()
 if rows["capacity"]:
-    print("| mode | A | T | gen | pool blocks | pinned blocks | sequences at once (measured) | predicted |")
+    print("| mode | A | T | gen | pool blocks | pinned blocks | sequences at once (measured) | predicted: full length .. admission |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for c in rows["capacity"]:
         print(f"| {c['mode']} | {c['anchor_tokens']} | {c['context_tokens']} | {c['gen_tokens']} | {c['pool_blocks']} | "
-              f"{c['pinned_blocks']} | {c['peak_running']} | {c['predicted']} |")
+              f"{c['pinned_blocks']} | {c['peak_running']} | {c['predicted']} .. {c.get('predicted_at_admission', '-')} |")
     print()
 for kind in ("saturation", "facts", "continuity", "revocation", "drift", "checks"):
     for o in rows[kind]:

@@ -487,6 +487,8 @@ Result<CapacityResult> measure_capacity(const BenchSetup& setup, BenchMode mode,
   const int64_t prompt_own = context_tokens + (mode == BenchMode::kNone ? 1 : 0);
   const int64_t full = A + prompt_own + gen_tokens;
   const int64_t per_seq = mode_has_anchor(mode) ? ceil_div(full, bs) - A / bs : ceil_div(full, bs);
+  const int64_t admitted = A + prompt_own + 1;  // the prefill and the slot of the first generated token
+  const int64_t per_seq_admitted = mode_has_anchor(mode) ? ceil_div(admitted, bs) - A / bs : ceil_div(admitted, bs);
   const int64_t watermark = config.watermark_blocks >= 0 ? config.watermark_blocks : num_blocks / 100;
   CapacityResult out;
   out.mode = mode;
@@ -496,8 +498,10 @@ Result<CapacityResult> measure_capacity(const BenchSetup& setup, BenchMode mode,
   out.num_blocks = num_blocks;
   out.pinned_blocks = pinned;
   out.predicted = static_cast<int32_t>(std::max<int64_t>(0, (num_blocks - pinned - watermark) / per_seq));
+  out.predicted_at_admission =
+      static_cast<int32_t>(std::max<int64_t>(0, (num_blocks - pinned - watermark) / per_seq_admitted));
   // Submit more than fit; the peak of running sequences is the pool's capacity for this shape.
-  const int32_t n = std::min<int32_t>(out.predicted + 4, 4096);
+  const int32_t n = std::min<int32_t>(out.predicted_at_admission + 4, 4096);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int32_t i = 0; i < n; ++i) {
     GenerationRequest r;

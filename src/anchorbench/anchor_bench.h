@@ -129,6 +129,9 @@ struct CapacityResult {
   int32_t pinned_blocks = 0;
   int32_t peak_running = 0;
   int32_t predicted = 0;  // floor((blocks - pinned - watermark) / blocks per sequence at its full length)
+  // The same with each sequence at its admission length (prompt + the first generated token): the peak is reached at
+  // admission, before sequences grow (then preemption trims it), so predicted <= peak <= predicted_at_admission.
+  int32_t predicted_at_admission = 0;
   int64_t preemptions = 0;
 };
 Result<CapacityResult> measure_capacity(const BenchSetup& setup, BenchMode mode, int32_t anchor_tokens,
