@@ -177,6 +177,8 @@ void Engine::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  stop_ = false;  // a later synchronous step() must be able to sleep in wait_for_wake() again
 }
 
 void Engine::take_inbox() {
@@ -289,8 +291,8 @@ bool Engine::warm_start_eligible(const Sequence& s) const {
 }
 
 void Engine::collect_warm_starts() {
-  if (!warm_worker_ || warm_pending_.empty()) return;
-  for (auto& done : warm_worker_->take_done()) {
+  if (!warm_worker_) return;
+  for (auto& done : warm_worker_->take_done()) {  // late decisions of released requests are dropped here too
     auto it = warm_pending_.find(static_cast<int64_t>(done.id));
     if (it == warm_pending_.end()) continue;
     Sequence* s = it->second;
@@ -601,7 +603,8 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
 void Engine::release_finished_requests() {
   active_.remove_if([this](const std::unique_ptr<RequestState>& p) {
     if (!p->done) return false;
-    for (const auto& s : p->seqs) warm_pending_.erase(s->id.value);  // its late decision is dropped
+    for (const auto& s : p->seqs)
+      if (warm_pending_.erase(s->id.value) > 0) warm_worker_->cancel(static_cast<uint64_t>(s->id.value));
     if (!p->anchor.empty()) release_anchor_user(p->anchor);
     return true;
   });

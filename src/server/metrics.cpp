@@ -91,6 +91,8 @@ std::string render_metrics(const ServerMetrics& m, const EngineStats& e, const M
   // Warm start (zero when it is off): lookups that hit or missed, and the time the hits' parts took.
   metric(out, "counter", "pagoda:warm_start_hits_total", "Requests whose first token came from warm start.", model,
          static_cast<double>(e.warm_start.hits));
+  metric(out, "gauge", "pagoda:warm_start_pending", "Requests waiting for their warm-start decision (worker thread).",
+         model, static_cast<double>(e.warm_start_pending));
   metric(out, "counter", "pagoda:warm_start_misses_total", "Warm-start lookups that fell back to a cold start.", model,
          static_cast<double>(e.warm_start.misses));
   metric(out, "counter", "pagoda:warm_start_search_seconds_total", "Warm start: embedding and library search time.",

@@ -59,6 +59,8 @@ class WarmStartService {
                                         ThreadPool& pool);
   WarmStartStats stats() const;
   // Holds every decision back while the lock lives (a caller that must see no decision run: tests, maintenance).
+  // An engine whose only work is pending decisions sleeps until one lands: do not step it synchronously from the
+  // thread that holds this lock with nothing else running.
   [[nodiscard]] std::unique_lock<std::mutex> hold_decisions() { return std::unique_lock(decision_mu_); }
   const WarmStartConfig& config() const { return config_; }
   int64_t library_size() const { return library_.size(); }

@@ -24,6 +24,15 @@ void WarmStartWorker::submit(Job job) {
   cv_.notify_one();
 }
 
+void WarmStartWorker::cancel(uint64_t id) {
+  std::lock_guard lock(mu_);
+  for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+    if (it->id == id) {
+      jobs_.erase(it);
+      return;
+    }
+}
+
 std::vector<WarmStartWorker::Done> WarmStartWorker::take_done() {
   std::lock_guard lock(mu_);
   std::vector<Done> out;
@@ -41,7 +50,12 @@ void WarmStartWorker::run() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    Done d{job.id, service_->first_token(job.prompt, job.sampling, pool_)};
+    Done d{job.id, WarmStartDecision{}};
+    try {
+      d.decision = service_->first_token(job.prompt, job.sampling, pool_);
+    } catch (const std::exception& e) {  // out of memory, say: this request fails, not the process
+      d.decision = make_error(std::string("warm start failed: ") + e.what());
+    }
     {
       std::lock_guard lock(mu_);
       done_.push_back(std::move(d));

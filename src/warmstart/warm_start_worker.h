@@ -3,7 +3,9 @@
 // thread (with its own one-thread pool, so it never touches the engine's), then calls `on_done` (the engine's
 // wake-up). The engine takes the finished decisions at the start of a step and only then lets the request be
 // scheduled, so the decision stays deterministic (what is sampled does not depend on timing) while no step waits
-// for a projection. Jobs run in submission order.
+// for a projection. Jobs run in submission order. An exception inside a decision becomes that decision's error.
+// The worker's slot forward runs on one thread (its own pool), beside the engine's pool: on a machine whose cores
+// the engine's pool already fills, a decision competes with decode for a core while it runs (a few ms).
 #pragma once
 
 #include <condition_variable>
@@ -40,6 +42,8 @@ class WarmStartWorker {
   WarmStartWorker& operator=(const WarmStartWorker&) = delete;
 
   void submit(Job job);
+  // Drops a job not started yet (its request was cancelled); one already running finishes and is dropped later.
+  void cancel(uint64_t id);
   // The decisions finished since the last call, in submission order.
   std::vector<Done> take_done();
 

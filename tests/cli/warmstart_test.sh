@@ -156,6 +156,7 @@ else
     && ok || bad "serve usage (miss): $(cat "$tmp/resp2.json")"
   curl -s "$url/metrics" >"$tmp/metrics"
   grep -qE '^pagoda:warm_start_hits_total\{[^}]*\} 1$' "$tmp/metrics" && grep -qE '^pagoda:warm_start_misses_total\{[^}]*\} 1$' "$tmp/metrics" \
+    && grep -qE '^pagoda:warm_start_pending\{[^}]*\} 0$' "$tmp/metrics" \
     && ok || bad "metrics: $(grep warm_start "$tmp/metrics")"
   kill "$server_pid"; wait "$server_pid" 2>/dev/null; server_pid=""
 fi
