@@ -253,11 +253,10 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       auto e = embed_prompt(model, it.target);
       return library.nearest(e);
     };
-    // The target's embedding minus a library entry's (what a target-aware projector reads).
-    auto delta_to = [&](int64_t entry) {
-      std::vector<float> d(embedding.size());
-      for (size_t c = 0; c < d.size(); ++c) d[c] = embedding[c] - library.entry(entry).embedding[c];
-      return d;
+    // What a projector reads of the target beside the entry's summary: the embedding difference, only if it needs it
+    // (as the service does, so the timed warm path does the same work).
+    auto delta_to = [&](const Projector& p, int64_t entry) {
+      return p.needs_target() ? embedding_difference(embedding, library.entry(entry).embedding) : std::vector<float>{};
     };
 
     // Each method: (first-token logits, a timed servable computation).
@@ -308,7 +307,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     auto served_first = [&](std::vector<float>& out) -> Status {
       const auto h = search();
       if (!o.warm_start_off && h && h->similarity >= o.tau) {
-        auto projected = served_projector.apply(library.entry(h->index).summary, delta_to(h->index));
+        auto projected = served_projector.apply(library.entry(h->index).summary, delta_to(served_projector, h->index));
         if (!projected.ok()) return projected.error();
         return slot_forward(model, it.target.back(), *projected, pool, ws, out);
       }
@@ -326,7 +325,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     for (const auto& m : maps) {
       auto run = [&](std::vector<float>& out) -> Status {
         const auto h = search();
-        auto projected = m.projector.apply(library.entry(h->index).summary, delta_to(h->index));
+        auto projected = m.projector.apply(library.entry(h->index).summary, delta_to(m.projector, h->index));
         if (!projected.ok()) return projected.error();
         return slot_forward(model, it.target.back(), *projected, pool, ws, out);
       };

@@ -15,22 +15,18 @@ Result<WarmStartMaps> fit_maps(const Model& model, const std::vector<TextPair>& 
   TransformerWorkspace ws;
   std::vector<SlotCache> sources, targets;
   std::vector<std::vector<float>> deltas;  // e_target - e_source, per pair used
-  std::vector<float> last_embedding;
-  auto summarize = [&](const std::string& text) -> Result<SlotCache> {
-    const auto tokens = model.tokenizer().encode(text, true);
-    last_embedding = embed_prompt(model, tokens);
+  auto summarize = [&](const std::vector<int32_t>& tokens) -> Result<SlotCache> {
     auto state = run_prompt(model, tokens, pool, ws);
     if (!state.ok()) return state.error();
     return summarize_prefix(model.hparams(), *state, o.summary);
   };
   for (size_t i = 0; i < pairs.size(); ++i) {
-    auto s = summarize(pairs[i].source);
-    const std::vector<float> source_embedding = last_embedding;
-    auto t = s.ok() ? summarize(pairs[i].target) : Result<SlotCache>(s.error());
+    const auto source = model.tokenizer().encode(pairs[i].source, true);
+    const auto target = model.tokenizer().encode(pairs[i].target, true);
+    auto s = summarize(source);
+    auto t = s.ok() ? summarize(target) : Result<SlotCache>(s.error());
     if (s.ok() && t.ok()) {
-      std::vector<float> delta(last_embedding.size());
-      for (size_t c = 0; c < delta.size(); ++c) delta[c] = last_embedding[c] - source_embedding[c];
-      deltas.push_back(std::move(delta));
+      deltas.push_back(embedding_difference(embed_prompt(model, target), embed_prompt(model, source)));
       sources.push_back(std::move(*s));
       targets.push_back(std::move(*t));
       ++report.pairs_used;

@@ -1,5 +1,6 @@
 #include "warmstart/prompt_embedding.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/matmul.h"
@@ -27,6 +28,12 @@ float cosine(std::span<const float> a, std::span<const float> b) {
   double s = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) s += static_cast<double>(a[i]) * b[i];
   return static_cast<float>(s);
+}
+
+std::vector<float> embedding_difference(std::span<const float> target, std::span<const float> source) {
+  std::vector<float> d(std::min(target.size(), source.size()));
+  for (size_t c = 0; c < d.size(); ++c) d[c] = target[c] - source[c];
+  return d;
 }
 
 }  // namespace pagoda::warmstart

@@ -13,4 +13,7 @@ std::vector<float> embed_prompt(const Model& model, std::span<const int32_t> tok
 
 float cosine(std::span<const float> a, std::span<const float> b);  // of unit vectors: their dot product
 
+// target - source, element by element: what a target-aware projector reads (projector.h).
+std::vector<float> embedding_difference(std::span<const float> target, std::span<const float> source);
+
 }  // namespace pagoda::warmstart

@@ -56,11 +56,8 @@ Result<WarmStartDecision> WarmStartService::first_token(std::span<const int32_t>
     return d;
   }
   const LibraryEntry& entry = library_.entry(hit->index);
-  std::vector<float> delta;
-  if (maps_.projector.needs_target()) {
-    delta.resize(embedding.size());
-    for (size_t c = 0; c < delta.size(); ++c) delta[c] = embedding[c] - entry.embedding[c];
-  }
+  const std::vector<float> delta =
+      maps_.projector.needs_target() ? embedding_difference(embedding, entry.embedding) : std::vector<float>{};
   auto projected = maps_.projector.apply(entry.summary, delta);
   if (!projected.ok()) return projected.error();
   const auto t2 = Clock::now();
