@@ -4,6 +4,7 @@
 #include <array>
 #include <string_view>
 
+#include "api/generic_tool_format.h"
 #include "api/output_constraint.h"
 #include "api/request_json.h"
 
@@ -260,8 +261,11 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
     input.kwargs = ordered ? (*ordered_body)["chat_template_kwargs"] : ojson::parse(body["chat_template_kwargs"].dump());
     PAGODA_RETURN_IF_ERROR(check_chat_template_kwargs(input.kwargs, "chat_template_kwargs"));
   }
-  // Tools: rendered by the template; the reply parsed for calls in the template's format; "required" or a named
-  // function forced by a grammar.
+  // Tools: rendered by the template and the reply parsed for calls in the template's format, or, for a template
+  // that shows no format, the generic one (api/generic_tool_format.h). "required" or a named function are forced
+  // by a grammar, and so is every reply in the generic format.
+  std::string generic_instructions;
+  bool generic = false, wrap_replies = false;
   if (present(body, "tools") || present(body, "tool_choice") || present(body, "parallel_tool_calls")) {
     const ojson tools_json = ordered && ordered_body->contains("tools") ? (*ordered_body)["tools"]
                              : present(body, "tools")                   ? ojson::parse(body["tools"].dump())
@@ -280,20 +284,24 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
       out.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
     }
     if (!tools->empty()) {
-      input.tools = tools_json;
-      if (choice.kind != ToolChoice::Kind::kNone) {
-        if (chat_prompt.tool_format() == ToolCallFormat::kNone)
-          return make_field_error("tools", "the chat template (" + chat_prompt.describe() + ") shows no tool-call " +
-                                               "format pagoda can parse (known: hermes <tool_call>, llama-3 JSON, " +
-                                               "mistral [TOOL_CALLS]); give --chat-template-file or leave out 'tools'");
-        out.tool_format = chat_prompt.tool_format();
-      }
-      if (choice.kind == ToolChoice::Kind::kRequired || choice.kind == ToolChoice::Kind::kNamed) {
+      const ToolCallFormat format =
+          chat_prompt.tool_format() == ToolCallFormat::kNone ? ToolCallFormat::kGeneric : chat_prompt.tool_format();
+      generic = format == ToolCallFormat::kGeneric;
+      if (!generic) input.tools = tools_json;
+      if (choice.kind != ToolChoice::Kind::kNone) out.tool_format = format;
+      if (generic) generic_instructions = generic_tool_instructions(*tools, choice, out.parallel_tool_calls);
+      wrap_replies = generic && choice.kind != ToolChoice::Kind::kNone;
+      const bool forced = choice.kind == ToolChoice::Kind::kRequired || choice.kind == ToolChoice::Kind::kNamed;
+      if (forced || (generic && choice.kind == ToolChoice::Kind::kAuto)) {
         for (std::string_view field : kConstraintFields)
           if (present(body, std::string(field).c_str()))
-            return make_field_error("tool_choice", "'tool_choice' \"required\" or a named function cannot be " +
-                                                       std::string("combined with '") + std::string(field) + "'");
-        auto gbnf = tool_call_gbnf(chat_prompt.tool_format(), *tools, choice, out.parallel_tool_calls);
+            return make_field_error(forced ? std::string("tool_choice") : std::string(field), forced ? "'tool_choice' \"required\" or a named function cannot be "
+                                                                 "combined with '" + std::string(field) + "'"
+                                                               : "'" + std::string(field) + "' cannot be combined with " +
+                                                                     "'tools' under the generic tool-call format (the " +
+                                                                     "chat template has none of its own); give " +
+                                                                     "'tool_choice': \"none\" or leave one out");
+        auto gbnf = tool_call_gbnf(format, *tools, choice, out.parallel_tool_calls);
         if (!gbnf.ok()) return gbnf.error();
         auto compiled = grammar::compile_grammar(*gbnf, tokenizer);
         if (!compiled.ok()) return make_field_error("tools", "the tool-call grammar: " + compiled.error().message);
@@ -303,7 +311,20 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
       return make_field_error("tool_choice", "'tool_choice' is only allowed when 'tools' are given");
     }
   }
-  auto text = chat_prompt.render(input);
+  // A template without a tool-call format sees tool calls and results as text (and the generic instructions in
+  // its system turn, or, when it refuses a system role, at the start of the first user message).
+  Result<std::string> text = std::string();
+  if (chat_prompt.tool_format() == ToolCallFormat::kNone && (generic || has_tool_history(input.messages))) {
+    const ojson adapted = input.messages;
+    input.messages = generic_tool_messages(adapted, generic_instructions, /*system_turn=*/true, wrap_replies);
+    text = chat_prompt.render(input);
+    if (!text.ok() && !generic_instructions.empty()) {
+      input.messages = generic_tool_messages(adapted, generic_instructions, /*system_turn=*/false, wrap_replies);
+      if (auto retry = chat_prompt.render(input); retry.ok()) text = std::move(retry);
+    }
+  } else {
+    text = chat_prompt.render(input);
+  }
   if (!text.ok()) return text.error();
   out.gen.prompt = tokenize_chat_prompt(*text, tokenizer);
   strip_bos_after_anchor(out.gen.prompt, tokenizer, limits);

@@ -1,5 +1,7 @@
 #include "api/openai_response.h"
 
+#include "api/generic_tool_format.h"
+
 #include "grammar/token_mask.h"
 
 namespace pagoda {
@@ -157,18 +159,27 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
     std::string content;
     std::vector<ToolCallDelta> deltas;
     const char* finish = nullptr;
+    const bool generic = tool_format == ToolCallFormat::kGeneric;
     if (ev.kind == StreamEvent::Kind::kToken) {
       ++completion_tokens_;
-      const size_t n = releasable_content(tool_format, c.held, &c.decided);
-      if (n > c.released) content = c.held.substr(c.released, n - c.released);
-      c.released = std::max(c.released, n);
-      deltas = c.calls->update(std::string_view(c.held).substr(c.released));
+      if (generic) {
+        // The reply is one JSON object: its message streams decoded (c.released counts decoded bytes).
+        const std::string message = generic_response_text(c.held);
+        if (message.size() > c.released) content = message.substr(c.released);
+        c.released = std::max(c.released, message.size());
+        deltas = c.calls->update(c.held);
+      } else {
+        const size_t n = releasable_content(tool_format, c.held, &c.decided);
+        if (n > c.released) content = c.held.substr(c.released, n - c.released);
+        c.released = std::max(c.released, n);
+        deltas = c.calls->update(std::string_view(c.held).substr(c.released));
+      }
       if (content.empty() && deltas.empty() && c.role_sent) return out;
     } else {
-      const std::string_view rest = std::string_view(c.held).substr(c.released);
+      const std::string_view rest = generic ? std::string_view(c.held) : std::string_view(c.held).substr(c.released);
       bool cut_off = false;
       const ParsedReply reply = parse_reply(rest, &cut_off);
-      content = reply.content;
+      content = !generic ? reply.content : reply.content.size() > c.released ? reply.content.substr(c.released) : "";
       deltas = c.calls->finish(rest, reply);
       finish = tool_finish_reason(ev.finish, c.calls->calls_started() > 0 || !reply.calls.empty(), cut_off);
     }

@@ -134,6 +134,26 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
       }
       break;
     }
+    case ToolCallFormat::kGeneric: {
+      // {"tool_calls": [ call, ... ]}
+      size_t i = skip_ws(t, 0);
+      if (i >= t.size() || t[i] != '{') break;
+      i = skip_ws(t, i + 1);
+      static constexpr std::string_view kKey = "\"tool_calls\"";
+      if (t.substr(i, kKey.size()) != kKey) break;
+      i = skip_ws(t, i + kKey.size());
+      if (i >= t.size() || t[i] != ':') break;
+      i = skip_ws(t, i + 1);
+      if (i >= t.size() || t[i] != '[') break;
+      for (i = skip_ws(t, i + 1); i < t.size() && t[i] == '{';) {
+        out.push_back(scan_object(t, i));
+        if (out.back().object_end == npos) break;
+        i = skip_ws(t, out.back().object_end);
+        if (i >= t.size() || t[i] != ',') break;
+        i = skip_ws(t, i + 1);
+      }
+      break;
+    }
     case ToolCallFormat::kNone:
       break;
   }
@@ -149,6 +169,7 @@ size_t unfinished_call_start(ToolCallFormat format, std::string_view text) {
     case ToolCallFormat::kMistral:
       return text.find(kMistralMarker);  // the calls are one list: all of it is unfinished
     case ToolCallFormat::kLlama3:
+    case ToolCallFormat::kGeneric:
       return 0;
     case ToolCallFormat::kNone:
       break;

@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include "api/generic_tool_format.h"
 #include "grammar/json_schema.h"
 
 namespace pagoda {
@@ -20,8 +21,9 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// A call object {"name": "...", "arguments"|"parameters": {...}}: its name and arguments, or nullopt.
-std::optional<ParsedToolCall> call_from_json(const ojson& j) {
+}  // namespace
+
+std::optional<ParsedToolCall> tool_call_from_json(const ojson& j) {
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   const ojson* args = nullptr;
   for (const char* key : {"arguments", "parameters"})
@@ -39,6 +41,8 @@ std::optional<ParsedToolCall> call_from_json(const ojson& j) {
   return call;
 }
 
+namespace {
+
 // The longest suffix of `text` that is a proper prefix of `marker`.
 size_t partial_marker_suffix(std::string_view text, std::string_view marker) {
   for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
@@ -53,6 +57,7 @@ const char* tool_call_format_name(ToolCallFormat f) {
     case ToolCallFormat::kHermes: return "hermes";
     case ToolCallFormat::kLlama3: return "llama-3";
     case ToolCallFormat::kMistral: return "mistral";
+    case ToolCallFormat::kGeneric: return "generic";
     case ToolCallFormat::kNone: break;
   }
   return "none";
@@ -91,8 +96,12 @@ Result<std::vector<ToolSpec>> read_tools(const ojson& tools) {
       } else if (key == "parameters") {
         if (!value.is_object()) return make_field_error("tools", "'" + where + ".function.parameters' must be a JSON Schema object");
         spec.parameters = value;
-      } else if (key == "description" || key == "strict") {
-        // description goes to the template; strict is how pagoda always works when a call is forced
+      } else if (key == "description") {
+        if (!value.is_string()) return make_field_error("tools", "'" + where + ".function.description' must be a string");
+        spec.description = value.get<std::string>();
+      } else if (key == "strict") {
+        // strict is how pagoda always works when a call is forced
+        if (!value.is_boolean()) return make_field_error("tools", "'" + where + ".function.strict' must be true or false");
       } else {
         return make_field_error("tools", "'" + where + ".function." + key + "' is not supported");
       }
@@ -162,6 +171,12 @@ Result<std::string> tool_call_gbnf(ToolCallFormat format, const std::vector<Tool
       rules += parallel ? "root ::= \"[TOOL_CALLS][\" tool-call-object ( \", \" tool-call-object )* \"]\"\n"
                         : "root ::= \"[TOOL_CALLS][\" tool-call-object \"]\"\n";
       break;
+    case ToolCallFormat::kGeneric:
+      rules += parallel ? "tool-calls ::= \"{\\\"tool_calls\\\": [\" tool-call-object ( \", \" tool-call-object )* \"]}\"\n"
+                        : "tool-calls ::= \"{\\\"tool_calls\\\": [\" tool-call-object \"]}\"\n";
+      rules += choice.kind == ToolChoice::Kind::kAuto ? "root ::= tool-calls | \"{\\\"response\\\": \" json-string \"}\"\n"
+                                                      : "root ::= tool-calls\n";
+      break;
     case ToolCallFormat::kNone:
       return make_field_error("tools", "this chat template has no tool-call format pagoda knows");
   }
@@ -181,7 +196,7 @@ ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text) {
                                                               : close;
       const std::string_view body = trim(text.substr(open + kHermesOpen.size(), body_end - open - kHermesOpen.size()));
       const auto j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
-      auto call = call_from_json(j);
+      auto call = tool_call_from_json(j);
       const size_t end = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
       if (call) {
         out.content += text.substr(at, open - at);
@@ -199,13 +214,14 @@ ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text) {
     std::string_view body = trim(text);
     if (body.substr(0, kPythonTag.size()) == kPythonTag) body = trim(body.substr(kPythonTag.size()));
     const auto j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (auto call = call_from_json(j); call && (j.contains("parameters") || j.contains("arguments"))) {
+    if (auto call = tool_call_from_json(j); call && (j.contains("parameters") || j.contains("arguments"))) {
       out.calls.push_back(std::move(*call));
       return out;
     }
     out.content = std::string(text);
     return out;
   }
+  if (format == ToolCallFormat::kGeneric) return parse_generic_reply(text);
   if (format == ToolCallFormat::kMistral) {
     const size_t marker = text.find(kMistralMarker);
     if (marker != std::string_view::npos) {
@@ -213,7 +229,7 @@ ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text) {
       if (j.is_array() && !j.empty()) {
         std::vector<ParsedToolCall> calls;
         for (const ojson& c : j)
-          if (auto call = call_from_json(c)) calls.push_back(std::move(*call));
+          if (auto call = tool_call_from_json(c)) calls.push_back(std::move(*call));
         if (calls.size() == j.size()) {
           out.content = std::string(trim(text.substr(0, marker)));
           out.calls = std::move(calls);
@@ -246,6 +262,8 @@ size_t releasable_content(ToolCallFormat format, std::string_view text, bool* de
       *decided = true;
       return text.size();
     }
+    case ToolCallFormat::kGeneric:
+      return 0;  // the reply is one JSON object: its message streams decoded (generic_response_text)
     case ToolCallFormat::kNone: break;
   }
   return text.size();

@@ -8,6 +8,9 @@
 //   llama-3  {"name": "f", "parameters": {...}} as the whole reply, optionally after <|python_tag|>
 //            (Llama 3.1 / 3.2 / 3.3 templates; one call per reply)
 //   mistral  [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...] (Mistral v0.3, Nemo, Mixtral tool templates)
+//   generic  {"tool_calls": [{"name": "f", "arguments": {...}}, ...]} or {"response": "text"} as the whole reply: for
+//            every template that shows none of the formats above (api/generic_tool_format.h); the tools and the
+//            reply's schema go into the system turn and a grammar holds the reply to that schema
 // Markers are matched as text: where a vocabulary has them as control tokens (Mistral's [TOOL_CALLS]), a forced
 // call spells them out in ordinary tokens.
 #pragma once
@@ -22,7 +25,7 @@
 
 namespace pagoda {
 
-enum class ToolCallFormat { kNone, kHermes, kLlama3, kMistral };
+enum class ToolCallFormat { kNone, kHermes, kLlama3, kMistral, kGeneric };
 
 // The formats' markers, matched as text.
 inline constexpr std::string_view kHermesOpen = "<tool_call>";
@@ -36,6 +39,7 @@ ToolCallFormat detect_tool_call_format(std::string_view template_source);
 
 struct ToolSpec {
   std::string name;
+  std::string description;            // "" when the tool has none
   nlohmann::ordered_json parameters;  // a JSON Schema (an empty object schema when the tool has none)
 };
 
@@ -52,7 +56,8 @@ Result<std::vector<ToolSpec>> read_tools(const nlohmann::ordered_json& tools);
 Result<ToolChoice> read_tool_choice(const nlohmann::ordered_json& choice, const std::vector<ToolSpec>& tools);
 
 // GBNF forcing the format's call(s): one call, or one or more when `parallel`; each call's arguments valid for its
-// tool's parameters; kNamed allows that tool only. Errors: a parameters schema pagoda cannot compile.
+// tool's parameters; kNamed allows that tool only. kGeneric with kAuto: the calls or a {"response": "..."} message.
+// Errors: a parameters schema pagoda cannot compile.
 Result<std::string> tool_call_gbnf(ToolCallFormat format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
                                    bool parallel);
 
@@ -64,6 +69,9 @@ struct ParsedReply {
   std::string content;  // the text outside the calls
   std::vector<ParsedToolCall> calls;
 };
+// A call object {"name": "...", "arguments"|"parameters": {...} or a JSON string}: its name and arguments, or
+// nullopt.
+std::optional<ParsedToolCall> tool_call_from_json(const nlohmann::ordered_json& j);
 // A finished reply: its tool calls (well-formed ones only; a malformed block stays in the content) and the rest.
 ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text);
 

@@ -134,12 +134,14 @@ test('tool_choice "none" renders the tools but neither forces nor parses a call'
   assert.equal(typeof r.choices[0].message.content, 'string');
   const without = await client.chat.completions.create({ model, max_tokens: 1, temperature: 0, messages });
   assert.ok(r.usage.prompt_tokens > without.usage.prompt_tokens + 50, 'the tools are rendered into the prompt');
-  // The built-in chatml family cannot render tools at all: even with "none" they are refused, not dropped.
+  // The built-in chatml family has no tool format: the generic one shows the tools in the system turn.
   const plain = await fetch(`${process.env.PAGODA_URL}/v1/chat/completions`, { method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ messages, tools: openaiTools, tool_choice: 'none', max_tokens: 2 }) });
-  assert.equal(plain.status, 400);
-  assert.equal((await plain.json()).error.param, 'tools');
+  assert.equal(plain.status, 200);
+  const plainBody = await plain.json();
+  assert.ok(!plainBody.choices[0].message.tool_calls, JSON.stringify(plainBody));
+  assert.ok(plainBody.usage.prompt_tokens > 100, 'the tools are in the system turn');
 });
 
 test('tool errors are 400s naming the field', async () => {
@@ -160,9 +162,68 @@ test('tool errors are 400s naming the field', async () => {
     assert.equal(r.status, 400, JSON.stringify(extra));
     assert.equal(j.error.param, param, JSON.stringify(j));
   }
-  // The default server renders with built-in chatml: it has no tool format, so tools are refused, not ignored.
-  const plain = await fetch(`${process.env.PAGODA_URL}/v1/chat/completions`, { method: 'POST',
-    headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ messages: user, tools: openaiTools }) });
-  assert.equal(plain.status, 400);
-  assert.equal((await plain.json()).error.param, 'tools');
+});
+
+// The default server renders with the built-in chatml, which has no tool-call format: the generic format
+// (docs/server.md) puts the tools and the reply schema in the system turn and holds every reply to that schema.
+const plainClient = new OpenAI({ baseURL: `${process.env.PAGODA_URL}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+test('generic format: "auto" answers with a call or a message, streamed and not, the same reading', async () => {
+  const kinds = new Set();
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+    const req = { model, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: openaiTools,
+      max_tokens: 100, temperature: 0.9, seed };
+    const r = await plainClient.chat.completions.create(req);
+    const choice = r.choices[0];
+    const calls = choice.message.tool_calls ?? [];
+    for (const c of calls) assert.match(c.id, /^call_[0-9a-f]{24}$/);
+    if (choice.finish_reason === 'tool_calls') {
+      assert.ok(calls.length >= 1);
+      assert.equal(choice.message.content, null);
+      for (const c of calls) checkCall(c.function.name, JSON.parse(c.function.arguments));
+    } else if (calls.length === 0) {
+      assert.equal(typeof choice.message.content, 'string', JSON.stringify(choice));
+      assert.ok(!choice.message.content.startsWith('{"response"'), 'the message is unwrapped');
+    } else {
+      assert.equal(choice.finish_reason, 'length', 'only max_tokens leaves a call unfinished');
+    }
+    // The streamed reply (same seed) is the same reply, content and calls.
+    let content = '';
+    const args = [];
+    const names = [];
+    let finish;
+    for await (const chunk of await plainClient.chat.completions.create({ ...req, stream: true })) {
+      const c = chunk.choices[0];
+      if (c?.delta?.content) content += c.delta.content;
+      for (const d of c?.delta?.tool_calls ?? []) {
+        if (d.function?.name) names[d.index] = d.function.name;
+        args[d.index] = (args[d.index] ?? '') + (d.function?.arguments ?? '');
+      }
+      if (c?.finish_reason) finish = c.finish_reason;
+    }
+    assert.equal(finish, choice.finish_reason);
+    assert.equal(content, choice.message.content ?? '');
+    assert.deepEqual(names, calls.map((c) => c.function.name));
+    assert.deepEqual(args, calls.map((c) => c.function.arguments));
+    kinds.add(choice.finish_reason);
+  }
+  assert.ok(kinds.size >= 2, `the seeds show more than one kind of reply: ${[...kinds]}`);
+});
+
+test('generic format: "required" and a named function give calls; history round-trips', async () => {
+  const r = await plainClient.chat.completions.create({ model, messages: [{ role: 'user', content: 'Weather?' }],
+    tools: openaiTools, tool_choice: { type: 'function', function: { name: 'search' } }, parallel_tool_calls: false,
+    max_tokens: 80, temperature: 0 });
+  assert.equal(r.choices[0].finish_reason, 'tool_calls', JSON.stringify(r));
+  assert.equal(r.choices[0].message.tool_calls.length, 1);
+  const call = r.choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, 'search');
+  checkCall('search', JSON.parse(call.function.arguments));
+  const next = await plainClient.chat.completions.create({ model, tools: openaiTools, tool_choice: 'required',
+    max_tokens: 80, temperature: 0, messages: [
+      { role: 'user', content: 'Weather?' }, { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: call.id, content: 'no results' }] });
+  assert.equal(next.choices[0].finish_reason, 'tool_calls');
+  for (const c of next.choices[0].message.tool_calls) checkCall(c.function.name, JSON.parse(c.function.arguments));
+  assert.ok(next.usage.prompt_tokens > r.usage.prompt_tokens, 'the call and its result are in the prompt');
 });

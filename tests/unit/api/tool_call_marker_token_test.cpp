@@ -32,7 +32,7 @@ TEST(ToolCallMarkerToken, GrammarsReadMarkerControlTokensAsTheirText) {
   EXPECT_EQ(grammar::grammar_piece(*v.tok, test_util::ToySpm::kBos), "") << "other control tokens stay silent";
   EXPECT_EQ(grammar::grammar_piece(*v.tok, v.plain_bracket), "[");
 
-  const std::vector<ToolSpec> tools = {{"f", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {}})")}};
+  const std::vector<ToolSpec> tools = {{"f", "", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {}})")}};
   auto gbnf = tool_call_gbnf(ToolCallFormat::kMistral, tools, ToolChoice{ToolChoice::Kind::kRequired, ""}, false);
   ASSERT_TRUE(gbnf.ok());
   auto g = grammar::compile_grammar(*gbnf, *v.tok);
