@@ -202,6 +202,7 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
     json chunk = chunk_base();
     chunk["choices"].push_back(
         {{"index", ev.index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish) : json(nullptr)}});
+    if (finish) chunk["choices"][0]["stop_reason"] = ev.stop_string.empty() ? json(nullptr) : json(ev.stop_string);
     out.push_back(std::move(chunk));
     return out;
   }
@@ -228,6 +229,8 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
   choice["logprobs"] = logprobs;
   choice["finish_reason"] =
       ev.kind == StreamEvent::Kind::kFinished ? json(openai_finish_reason(ev.finish)) : json(nullptr);
+  if (ev.kind == StreamEvent::Kind::kFinished)
+    choice["stop_reason"] = ev.stop_string.empty() ? json(nullptr) : json(ev.stop_string);
   chunk["choices"].push_back(choice);
   out.push_back(std::move(chunk));
   return out;
@@ -266,6 +269,7 @@ void ResponseBuilder::add(const StreamEvent& ev) {
   } else {
     c.finish_reason = openai_finish_reason(ev.finish);
     c.finish_event = ev.finish;
+    c.stop_string = ev.stop_string;
   }
   c.text += endpoint_ == ApiEndpoint::kChatCompletions && tool_format != ToolCallFormat::kNone ? reply_text(ev) : ev.text;
 }
@@ -304,6 +308,8 @@ json ResponseBuilder::final_response(int64_t prompt_tokens) const {
     }
     choice["logprobs"] = c.logprobs;
     choice["finish_reason"] = finish ? json(finish) : json(nullptr);
+    // vLLM's field: the stop string that ended the choice (null for the end-of-text token or any other reason).
+    choice["stop_reason"] = c.stop_string.empty() ? json(nullptr) : json(c.stop_string);
     j["choices"].push_back(choice);
   }
   j["usage"] = usage_json(prompt_tokens, completion_tokens_);

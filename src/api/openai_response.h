@@ -50,6 +50,7 @@ class ResponseBuilder {
     nlohmann::json logprobs;  // accumulated, in the endpoint's format
     const char* finish_reason = nullptr;
     std::optional<FinishReason> finish_event;  // the engine's reason, once the choice finished
+    std::string stop_string;                   // the stop string that ended it, if one did
     bool role_sent = false;  // chat streaming: the first delta carries the role
     int64_t text_offset = 0;
     std::string held;          // tool-call streaming: the reply's text so far

@@ -592,6 +592,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
     if (!stopped) ev.text += s.stop.flush();
     s.text_done = true;
   }
+  if (reason == FinishReason::kStop) ev.stop_string = s.stop.matched();
   RequestState* rs = s.request;
   push_event(*rs, std::move(ev));
   if (--rs->open == 0) {

@@ -59,6 +59,7 @@ struct StreamEvent {
   float warm_start_similarity = 0;               // with kMiss/kHit: the nearest library entry's cosine
   // kFinished
   FinishReason finish = FinishReason::kNone;
+  std::string stop_string;  // with kStop: the request's stop string that ended the choice ("" for EOS, grammar)
   std::string error;  // with kError
 };
 

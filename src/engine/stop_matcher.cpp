@@ -14,7 +14,13 @@ std::string StopMatcher::push(std::string_view text, bool* stopped) {
   pending_.append(text);
   // The earliest occurrence of any stop string (pending_ held none before this text arrived).
   size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, pending_.find(s));
+  for (const auto& s : stops_) {
+    const size_t at = pending_.find(s);
+    if (at < first) {
+      first = at;
+      matched_ = s;
+    }
+  }
   if (first != std::string::npos) {
     *stopped = true;
     std::string out = pending_.substr(0, first);

@@ -17,11 +17,14 @@ class StopMatcher {
   std::string push(std::string_view text, bool* stopped);
   // At the end of generation (no stop string): whatever is still held back.
   std::string flush();
+  // The stop string that ended generation ("" while none has).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   size_t hold_ = 0;      // longest stop string minus one byte
   std::string pending_;  // held-back tail
+  std::string matched_;
 };
 
 }  // namespace pagoda

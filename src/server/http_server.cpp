@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "api/openai_request.h"
+#include "api/anthropic_messages.h"
 #include "api/openai_response.h"
+#include "api/responses_api.h"
 #include "server/connection_probe.h"
 #include "server/http_errors.h"
 #include "util/json_depth.h"
@@ -43,6 +45,27 @@ const char* default_message(int status) {
 }
 
 std::string sse_data(const json& value) { return "data: " + to_wire(value) + "\n\n"; }
+
+// An error answered in OpenAI's shape, rewritten in Anthropic's (the message kept; the param is in it).
+void to_anthropic_error(httplib::Response& res) {
+  if (res.status < 400) return;
+  const json body = json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_object() ||
+      !body["error"].contains("message") || !body["error"]["message"].is_string())
+    return;
+  res.set_content(to_wire(anthropic_error_body(res.status, body["error"]["message"].get<std::string>())),
+                  "application/json");
+}
+
+// A parser's error about a chat field, in the words of the API the client spoke: the param renamed, and the
+// field's name in the message too.
+std::string rename_in_message(std::string message, const std::string& from, const std::string& to) {
+  if (from == to || from.empty()) return message;
+  const std::string quoted = "'" + from + "'";
+  for (size_t at = message.find(quoted); at != std::string::npos; at = message.find(quoted, at + to.size() + 2))
+    message.replace(at, quoted.size(), "'" + to + "'");
+  return message;
+}
 
 // Per-request latency bookkeeping for the histograms.
 struct RequestClock {
@@ -129,10 +152,22 @@ Status HttpServer::start() {
     if (authorize(req, res, &tenant)) handle_models(res);
   });
   http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(req, res, /*chat=*/false);
+    handle_generate(req, res, Api::kCompletions);
   });
   http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(req, res, /*chat=*/true);
+    handle_generate(req, res, Api::kChat);
+  });
+  http_->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, Api::kResponses);
+  });
+  // Anthropic's clients read its own error shape: every error of these endpoints is rewritten into it.
+  http_->Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, Api::kMessages);
+    to_anthropic_error(res);
+  });
+  http_->Post("/v1/messages/count_tokens", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, Api::kMessagesCountTokens);
+    to_anthropic_error(res);
   });
   http_->Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
     std::string tenant;
@@ -242,11 +277,16 @@ bool HttpServer::authorize(const httplib::Request& req, httplib::Response& res, 
   if (config_.api_keys.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
   const std::string prefix = "Bearer ";
-  if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) {
-    send_error(res, 401, "missing API key: send 'Authorization: Bearer <key>'", {}, "invalid_api_key");
+  // Anthropic's clients send the key as x-api-key; either header works on every endpoint.
+  const std::string x_api_key = req.get_header_value("x-api-key");
+  const bool bearer = header.size() > prefix.size() && header.compare(0, prefix.size(), prefix) == 0;
+  if (!bearer && x_api_key.empty()) {
+    send_error(res, 401, "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'", {},
+               "invalid_api_key");
     return false;
   }
-  auto t = config_.api_keys.tenant_of(std::string_view(header).substr(prefix.size()));
+  auto t = config_.api_keys.tenant_of(bearer ? std::string_view(header).substr(prefix.size())
+                                             : std::string_view(x_api_key));
   if (!t) {
     send_error(res, 401, "incorrect API key", {}, "invalid_api_key");
     return false;
@@ -310,7 +350,8 @@ void HttpServer::handle_metrics(httplib::Response& res) const {
   res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void HttpServer::handle_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+void HttpServer::handle_generate(const httplib::Request& req, httplib::Response& res, Api api) {
+  const bool chat = api != Api::kCompletions;
   const SteadyTime arrival = std::chrono::steady_clock::now();
   std::string tenant;
   if (!authorize(req, res, &tenant)) return;
@@ -329,6 +370,21 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   }
   if (json_nests_deeper_than(ordered_body, kMaxBodyNesting))
     return send_error(res, 400, "the request body nests deeper than " + std::to_string(kMaxBodyNesting) + " levels");
+  const std::string id = next_request_id(chat);
+  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  // The Responses and Messages APIs: the body becomes a chat body; the dialect writes the replies.
+  std::unique_ptr<ChatDialect> dialect;
+  if (api == Api::kResponses || api == Api::kMessages || api == Api::kMessagesCountTokens) {
+    const DialectContext dctx{id, config_.served_model_name, created};
+    auto translated = api == Api::kResponses
+                          ? translate_responses_request(ordered_body, dctx)
+                          : translate_anthropic_request(ordered_body, dctx, api == Api::kMessagesCountTokens);
+    if (!translated.ok()) return send_error(res, 400, translated.error().message, translated.error().param);
+    ordered_body = std::move(translated->chat_body);
+    dialect = std::move(translated->dialect);
+  }
   const json body(ordered_body);
   if (body.is_object() && body.contains("model") && body["model"].is_string() &&
       body["model"].get<std::string>() != config_.served_model_name)
@@ -351,10 +407,21 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     anchor = std::move(*rec);
     limits.anchor_tokens = static_cast<int64_t>(anchor->tokens.size());
   }
+  // count_tokens counts whatever the length (the context limit is the generation's concern).
+  if (api == Api::kMessagesCountTokens) limits.max_model_len = int64_t{1} << 40;
   auto parsed = chat ? parse_chat_request(body, tokenizer, limits, &ordered_body)
                      : parse_completion_request(body, tokenizer, limits, &ordered_body);
-  if (!parsed.ok()) return send_error(res, 400, parsed.error().message, parsed.error().param);
+  if (!parsed.ok()) {
+    if (!dialect) return send_error(res, 400, parsed.error().message, parsed.error().param);
+    const std::string param = dialect->param_name(parsed.error().param);
+    return send_error(res, 400, rename_in_message(parsed.error().message, parsed.error().param, param), param);
+  }
   OpenAiRequest& request = *parsed;
+  if (api == Api::kMessagesCountTokens) {
+    const int64_t n = static_cast<int64_t>(request.gen.prompt.size()) + limits.anchor_tokens * (limits.anchor_tokens > 0);
+    res.set_content(to_wire(json{{"input_tokens", n}}), "application/json");
+    return;
+  }
 
   if (in_flight_.fetch_add(1) >= capacity_) {
     in_flight_.fetch_sub(1);
@@ -363,7 +430,6 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
                                     " requests in flight); retry later",
                       {}, "queue_full");
   }
-  const std::string id = next_request_id(chat);
   request.gen.id = id;
   request.gen.tenant = tenant;
   // Several prompts (completions) are one engine request each, answered on one stream: n choices per prompt.
@@ -383,9 +449,6 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   if (anchor) ctx_.anchors->count_request(anchor->digest);
   track(stream);
   metrics_.prompt_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
-  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
   auto builder = std::make_shared<ResponseBuilder>(request.endpoint, id, config_.served_model_name, created, tokenizer,
                                                    n, logprobs);
   builder->tokens_as_ids = request.tokens_as_ids;
@@ -434,7 +497,8 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     in_flight_.fetch_sub(1);
     // An error before any token is the engine refusing the request (it can never fit the KV pool, say).
     if (!error.empty()) return send_error(res, produced ? 500 : 400, error);
-    res.set_content(to_wire(builder->final_response(prompt_tokens)), "application/json");
+    const json response = builder->final_response(prompt_tokens);
+    res.set_content(to_wire(dialect ? dialect->response(response) : response), "application/json");
     return;
   }
 
@@ -445,14 +509,21 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     Outcome outcome;
     bool include_usage;
     int64_t prompt_tokens;
+    std::unique_ptr<ChatDialect> dialect;  // the Responses / Messages APIs: their events instead of chat chunks
+    bool opened = false;
+    bool dialect_failed = false;  // an error event ended the dialect's stream
   };
-  auto state = std::make_shared<StreamState>(
-      StreamState{stream, builder, RequestClock(arrival, n), Outcome{}, request.include_usage, prompt_tokens});
+  auto state = std::make_shared<StreamState>(StreamState{stream, builder, RequestClock(arrival, n), Outcome{},
+                                                         request.include_usage, prompt_tokens, std::move(dialect)});
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, state](size_t, httplib::DataSink& sink) -> bool {
+        std::string opening;
+        if (state->dialect && !state->opened) opening = state->dialect->stream_open(state->prompt_tokens);
+        state->opened = true;
+        if (!opening.empty() && !sink.write(opening.data(), opening.size())) return false;
         StreamEvent ev;
         switch (state->stream->next_for(&ev, config_.heartbeat)) {
           case RequestStream::WaitResult::kTimeout: {
@@ -461,8 +532,13 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
           }
           case RequestStream::WaitResult::kEnd: {
             std::string tail;
-            if (state->include_usage) tail += sse_data(state->builder->usage_chunk(state->prompt_tokens));
-            tail += "data: [DONE]\n\n";
+            if (state->dialect) {
+              if (!state->dialect_failed)
+                tail = state->dialect->stream_close(state->prompt_tokens, state->builder->completion_tokens());
+            } else {
+              if (state->include_usage) tail += sse_data(state->builder->usage_chunk(state->prompt_tokens));
+              tail += "data: [DONE]\n\n";
+            }
             if (!sink.write(tail.data(), tail.size())) return false;
             sink.done();
             return true;
@@ -475,9 +551,17 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
           state->clock.on_token(ev, metrics_);
         } else {
           state->outcome.on_finish(ev.finish);
-          if (ev.finish == FinishReason::kError) out += sse_data(error_body(500, ev.error));
+          if (ev.finish == FinishReason::kError) {
+            if (!state->dialect) {
+              out += sse_data(error_body(500, ev.error));
+            } else if (!state->dialect_failed) {
+              out += state->dialect->stream_error(ev.error);
+              state->dialect_failed = true;
+            }
+          }
         }
-        for (const json& chunk : state->builder->chunks_for(ev)) out += sse_data(chunk);
+        for (const json& chunk : state->builder->chunks_for(ev))
+          out += state->dialect ? state->dialect->stream_chunk(chunk) : sse_data(chunk);
         return out.empty() || sink.write(out.data(), out.size());
       },
       [this, state](bool) {

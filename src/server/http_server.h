@@ -1,5 +1,8 @@
 // The OpenAI-compatible HTTP front end of an Engine (cpp-httplib, one thread per connection).
 //   POST /v1/completions, POST /v1/chat/completions   JSON or Server-Sent Events (stream: true)
+//   POST /v1/responses                                OpenAI's Responses API (api/responses_api.h)
+//   POST /v1/messages, POST /v1/messages/count_tokens Anthropic's Messages API (api/anthropic_messages.h), with its
+//                                                     own error shape; x-api-key works as well as a bearer token
 //   GET /v1/models, GET /health (200 once ready, 503 before and while draining), GET /metrics (Prometheus)
 // Handler threads never block the engine: they submit requests and read their RequestStream; the engine thread
 // only appends to streams. A streaming handler writes each event as it comes and an SSE comment line when idle
@@ -82,7 +85,9 @@ class HttpServer {
   const ServerMetrics& metrics() const { return metrics_; }
 
  private:
-  void handle_generate(const httplib::Request& req, httplib::Response& res, bool chat);
+  // Which API a generation request speaks: the last three are rewritten as chat requests (api/chat_dialect.h).
+  enum class Api { kCompletions, kChat, kResponses, kMessages, kMessagesCountTokens };
+  void handle_generate(const httplib::Request& req, httplib::Response& res, Api api);
   void handle_models(httplib::Response& res) const;
   // POST /apply-template (llama-server's): {"messages", "tools"?, "add_generation_prompt"?, "chat_template_kwargs"?}
   // rendered by the chat template with the messages exactly as given: {"prompt": "..."}.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end tests of `pagoda serve` with real clients (Node.js): the official OpenAI client library, raw HTTP
+# End-to-end tests of `pagoda serve` with real clients (Node.js): the official OpenAI and Anthropic client libraries, raw HTTP
 # with malformed input, server lifecycle (keys, queue, tenants, disconnects, signals) and a bounded load test.
 # Usage: run_tests.sh PAGODA_BINARY SHARED_DIR   (npm dependencies: `npm ci` here, done by scripts/test.sh)
 set -euo pipefail
@@ -7,8 +7,8 @@ binary="$(realpath "$1")"
 shared="$(realpath "$2")"
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
-if [ ! -d node_modules/openai ] || [ ! -d node_modules/@langchain/openai ]; then
-  echo "run_tests.sh: installing the npm packages (openai, ai, @ai-sdk/openai-compatible, @langchain/openai, zod)"
+if [ ! -d node_modules/openai ] || [ ! -d node_modules/@langchain/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ]; then
+  echo "run_tests.sh: installing the npm packages (openai, @anthropic-ai/sdk, ai, @ai-sdk/openai-compatible, @langchain/openai, zod)"
   npm ci --no-audit --no-fund >/dev/null
 fi
 export PAGODA_BINARY="$binary" PAGODA_MODEL_PATH="$shared/models/stories260K.gguf"
@@ -37,6 +37,8 @@ echo "== structured outputs (OpenAI client, AI SDK, LangChain)"
 node --test --test-reporter=spec structured_outputs.test.mjs
 echo "== tool calling (OpenAI client, AI SDK, LangChain)"
 node --test --test-reporter=spec tools.test.mjs
+echo "== the Responses and Messages APIs (OpenAI's and Anthropic's npm clients)"
+node --test --test-reporter=spec dialects.test.mjs
 echo "== chat templates"
 node --test --test-reporter=spec chat_template.test.mjs
 echo "== verified anchors"

@@ -14,6 +14,16 @@ TEST(StopMatcher, StopsBeforeAStopStringSplitAcrossPushes) {
   out += m.push("nd> more", &stopped);
   EXPECT_TRUE(stopped);
   EXPECT_EQ(out, "Hello ");
+  EXPECT_EQ(m.matched(), "</end>");
+}
+
+TEST(StopMatcher, TheEarliestStopStringIsTheOneMatched) {
+  StopMatcher m({"World", "lo W", "xyz"});
+  bool stopped = false;
+  EXPECT_EQ(m.matched(), "");
+  EXPECT_EQ(m.push("Hello World", &stopped), "Hel");
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(m.matched(), "lo W");
 }
 
 TEST(StopMatcher, HeldTextIsReleasedWhenItDoesNotMatch) {
