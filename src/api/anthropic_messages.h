@@ -4,8 +4,9 @@
 // Request: model, max_tokens (required), system (a string or text blocks), messages (user / assistant, content a
 // string or blocks: text, tool_use, tool_result), tools (custom tools: name, description, input_schema),
 // tool_choice (auto / any / tool / none, disable_parallel_tool_use), stop_sequences, temperature, top_p, top_k,
-// stream, metadata.user_id. cache_control on blocks and tools is accepted: pagoda's prefix cache keeps every
-// prompt's blocks without being asked. Everything else (images, documents, thinking, server tools, MCP servers,
+// stream, metadata.user_id, output_config.format (a JSON Schema the reply follows: structured outputs).
+// cache_control (request-wide, on blocks and on tools) is accepted: pagoda's prefix cache keeps every prompt's
+// blocks without being asked. Everything else (images, documents, thinking, server tools, MCP servers,
 // ...) is a 400 naming it, in Anthropic's error shape {"type": "error", "error": {"type", "message"}}.
 // Response: content blocks (text, tool_use with the call's arguments as `input`), stop_reason (end_turn,
 // max_tokens, stop_sequence with stop_sequence set, tool_use), usage. Streamed as message_start, then per block

@@ -95,7 +95,9 @@ std::string generic_tool_instructions(const std::vector<ToolSpec>& tools, const 
                    : "To call a tool, reply {\"tool_calls\": [{\"name\": <tool name>, \"arguments\": <its arguments>}]}.";
   if (choice.kind == ToolChoice::Kind::kAuto)
     text += " To answer the user directly, reply {\"response\": <your answer as a string>}.";
-  text += " A tool's result comes back in a message {\"tool_response\": ...}.";
+  text += " A tool's result comes back in a message {\"tool_response\": ...}";
+  text += choice.kind == ToolChoice::Kind::kAuto ? ": once the results answer the question, reply with {\"response\": ...}."
+                                                 : ".";
   return text;
 }
 
