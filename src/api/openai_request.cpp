@@ -65,10 +65,23 @@ Status read_common(const json& body, OpenAiRequest& out) {
     const json& so = body["stream_options"];
     if (!so.is_object()) return make_field_error("stream_options", "'stream_options' must be an object");
     if (!out.stream) return make_field_error("stream_options", "'stream_options' is only allowed with 'stream': true");
-    if (present(so, "include_usage")) {
-      if (!so["include_usage"].is_boolean())
-        return make_field_error("stream_options", "'stream_options.include_usage' must be true or false");
-      out.include_usage = so["include_usage"].get<bool>();
+    for (const auto& [key, value] : so.items()) {
+      if (value.is_null()) continue;
+      if (!value.is_boolean())
+        return make_field_error("stream_options", "'stream_options." + key + "' must be true or false");
+      if (key == "include_usage") {
+        out.include_usage = value.get<bool>();
+      } else if (key == "continuous_usage_stats") {  // vLLM's: every chunk carries the usage so far
+        out.continuous_usage = value.get<bool>();
+      } else if (key == "include_obfuscation") {
+        // OpenAI pads chunks against side channels; pagoda sends no padding, which only `false` asks for.
+        if (value.get<bool>())
+          return make_field_error("stream_options", "'stream_options.include_obfuscation' true is not supported "
+                                                    "(pagoda sends no obfuscation padding)");
+      } else {
+        return make_field_error("stream_options", "'stream_options." + key + "' is not supported (include_usage, " +
+                                                      "continuous_usage_stats, include_obfuscation: false)");
+      }
     }
   }
   if (present(body, "return_tokens_as_token_ids")) {

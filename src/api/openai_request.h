@@ -21,6 +21,7 @@ struct OpenAiRequest {
   std::string model;           // as sent; empty when the body has none (the served model is meant)
   bool stream = false;         // Server-Sent Events
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM's): every chunk has the usage so far
   bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids: logprob tokens read "token_id:N"
   std::string anchor;          // "anchor": the digest of an active verified anchor (resolved by the server)
   GenerationRequest gen;       // prompt tokenized, max_tokens resolved against the context

@@ -59,6 +59,7 @@ json ResponseBuilder::chunk_base() const {
             {"model", model_},
             {"choices", json::array()}};
   if (include_usage_null) j["usage"] = nullptr;
+  if (continuous_usage_prompt_tokens >= 0) j["usage"] = usage_json(continuous_usage_prompt_tokens, completion_tokens_);
   return j;
 }
 

@@ -36,6 +36,8 @@ class ResponseBuilder {
 
   int64_t completion_tokens() const { return completion_tokens_; }
   bool include_usage_null = false;  // streamed chunks carry "usage": null (stream_options.include_usage)
+  // stream_options.continuous_usage_stats: every streamed chunk carries the usage so far (this prompt count).
+  int64_t continuous_usage_prompt_tokens = -1;
   bool tokens_as_ids = false;       // logprob tokens as "token_id:N" instead of their text
   int64_t anchor_tokens = -1;       // >= 0: usage gains "anchor_tokens" (they are counted in prompt_tokens too)
   // Chat with tools: replies are parsed for tool calls in this format; finish_reason is "tool_calls". Streaming

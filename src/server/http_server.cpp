@@ -330,6 +330,10 @@ void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Res
       if (!value.is_null()) input.kwargs = value;
     } else if (key == "model") {
       if (!value.is_string() && !value.is_null()) return send_error(res, 400, "'model' must be a string", "model");
+      if (value.is_string() && value.get<std::string>() != config_.served_model_name)
+        return send_error(res, 404, "The model '" + value.get<std::string>() + "' does not exist; this server serves '" +
+                                        config_.served_model_name + "'",
+                          "model", "model_not_found");
     } else if (!value.is_null()) {
       return send_error(res, 400, "unsupported field '" + key + "': /apply-template takes messages, tools, " +
                                       "add_generation_prompt and chat_template_kwargs", key);
@@ -456,6 +460,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   builder->parallel_tool_calls = request.parallel_tool_calls;
   if (anchor) builder->anchor_tokens = anchor_tokens * static_cast<int64_t>(request.prompts.size());
   builder->include_usage_null = request.stream && request.include_usage;
+  if (request.stream && request.continuous_usage) builder->continuous_usage_prompt_tokens = prompt_tokens;
 
   if (!request.stream) {
     RequestClock clock(arrival, n);

@@ -139,7 +139,7 @@ test('fields the server does not implement are 400 naming them, never silently i
   const cases = [
     [() => client.completions.create({ model, prompt: 'Hi', max_tokens: 2, some_future_field: { x: 1 } }), 'some_future_field'],
     [() => client.chat.completions.create({ ...chat, response_format: { type: 'json_object', schema: {} } }), 'response_format'],
-    [() => client.chat.completions.create({ ...chat, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }), 'tools'],
+    [() => client.chat.completions.create({ ...chat, tools: [{ type: 'code_interpreter' }] }), 'tools'],
     [() => client.chat.completions.create({ ...chat, tool_choice: 'auto' }), 'tool_choice'],
     [() => client.chat.completions.create({ ...chat, functions: [{ name: 'f', parameters: {} }] }), 'functions'],
     [() => client.completions.create({ model, prompt: 'Hi', echo: true }), 'echo'],

@@ -39,6 +39,8 @@ echo "== tool calling (OpenAI client, AI SDK, LangChain)"
 node --test --test-reporter=spec tools.test.mjs
 echo "== the Responses and Messages APIs (OpenAI's and Anthropic's npm clients)"
 node --test --test-reporter=spec dialects.test.mjs
+echo "== every documented request field implemented or refused"
+node --test --test-reporter=spec field_walk.test.mjs
 echo "== chat templates"
 node --test --test-reporter=spec chat_template.test.mjs
 echo "== verified anchors"
