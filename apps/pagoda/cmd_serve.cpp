@@ -139,7 +139,10 @@ int run_serve(const ServeOptions& o) {
   }
   server.set_ready(ctx);
   std::fprintf(stderr, "pagoda: %s\n", (*engine)->describe().c_str());
-  std::fprintf(stderr, "pagoda: chat template %s (%s)\n", chat_prompt->describe().c_str(), how.c_str());
+  std::fprintf(stderr, "pagoda: chat template %s (%s), tool-call format %s\n", chat_prompt->describe().c_str(),
+               how.c_str(),
+               chat_prompt->tool_format() == ToolCallFormat::kNone ? "generic (the template has none)"
+                                                                   : tool_call_format_name(chat_prompt->tool_format()));
   std::fprintf(stderr, "pagoda: serving '%s' on http://%s:%d%s\n", sc.served_model_name.c_str(), o.host.c_str(),
                server.port(), sc.api_keys.empty() ? "" : " (API keys required)");
 

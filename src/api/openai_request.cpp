@@ -296,6 +296,7 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
         return make_field_error("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
       out.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
     }
+    out.tools = *tools;
     if (!tools->empty()) {
       const ToolCallFormat format =
           chat_prompt.tool_format() == ToolCallFormat::kNone ? ToolCallFormat::kGeneric : chat_prompt.tool_format();

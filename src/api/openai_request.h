@@ -31,6 +31,7 @@ struct OpenAiRequest {
   // Chat with tools: the replies are parsed for tool calls in this format (kNone: no parsing).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
   bool parallel_tool_calls = true;
+  std::vector<ToolSpec> tools;  // the request's tools, as read
 };
 
 // At most this many choices (prompts x n) in one request.

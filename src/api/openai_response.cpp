@@ -103,7 +103,7 @@ void ResponseBuilder::append_logprobs(json& logprobs, const json& entry) const {
 ParsedReply ResponseBuilder::parse_reply(std::string_view text, bool* cut_off) const {
   const size_t cut = unfinished_call_start(tool_format, text);
   *cut_off = cut != std::string_view::npos;
-  ParsedReply reply = parse_tool_calls(tool_format, *cut_off ? text.substr(0, cut) : text);
+  ParsedReply reply = parse_tool_calls(tool_format, *cut_off ? text.substr(0, cut) : text, &tools);
   if (!parallel_tool_calls && reply.calls.size() > 1) reply.calls.resize(1);
   return reply;
 }
@@ -115,7 +115,7 @@ const char* ResponseBuilder::tool_finish_reason(FinishReason engine_reason, bool
 
 json ResponseBuilder::tool_calls_json(std::string_view text, const ParsedReply& reply, int32_t choice) const {
   // The calls the stream would have sent, joined: one reading of a reply, streamed or not.
-  ToolCallStream stream(tool_format, parallel_tool_calls);
+  ToolCallStream stream(tool_format, parallel_tool_calls, &tools);
   json calls = json::array();
   for (const ToolCallDelta& d : stream.finish(text, reply)) {
     if (d.header) {
@@ -156,7 +156,7 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
   if (chat && tool_format != ToolCallFormat::kNone) {
     // Text is released as content only where it cannot be part of a tool call; calls go out as they form.
     c.held += reply_text(ev);
-    if (!c.calls) c.calls.emplace(tool_format, parallel_tool_calls);
+    if (!c.calls) c.calls.emplace(tool_format, parallel_tool_calls, &tools);
     std::string content;
     std::vector<ToolCallDelta> deltas;
     const char* finish = nullptr;

@@ -45,6 +45,7 @@ class ResponseBuilder {
   // name, then its arguments fragment by fragment (tool_call_stream.h).
   ToolCallFormat tool_format = ToolCallFormat::kNone;
   bool parallel_tool_calls = true;
+  std::vector<ToolSpec> tools;  // the request's tools (qwen3-coder's XML values are typed by their schemas)
 
  private:
   struct Choice {

@@ -134,6 +134,27 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
       }
       break;
     }
+    case ToolCallFormat::kLlama4: {
+      // [<|python_start|> [text <|python_end|>]] call call ...
+      size_t i = skip_ws(t, 0);
+      if (t.substr(i, kPythonStart.size()) == kPythonStart) {
+        i = skip_ws(t, i + kPythonStart.size());
+        if (i < t.size() && t[i] != '{') {
+          const size_t end = t.find(kPythonEnd, i);
+          if (end == npos) break;
+          i = skip_ws(t, end + kPythonEnd.size());
+        }
+      }
+      while (i < t.size() && t[i] == '{') {
+        out.push_back(scan_object(t, i));
+        if (out.back().object_end == npos) break;
+        i = skip_ws(t, out.back().object_end);
+        if (t.substr(i, kPythonEnd.size()) == kPythonEnd) i = skip_ws(t, i + kPythonEnd.size());
+      }
+      break;
+    }
+    case ToolCallFormat::kQwen3Coder:
+      break;  // XML: no JSON object to stream from; calls go out whole as their blocks close (ToolCallStream)
     case ToolCallFormat::kGeneric: {
       // {"tool_calls": [ call, ... ]}
       size_t i = skip_ws(t, 0);
@@ -161,6 +182,11 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
 }
 
 size_t unfinished_call_start(ToolCallFormat format, std::string_view text) {
+  if (format == ToolCallFormat::kQwen3Coder) {
+    const size_t open = text.rfind(kHermesOpen);
+    if (open == npos) return npos;
+    return text.find(kHermesClose, open) == npos ? open : npos;
+  }
   const std::vector<ToolCallScan> calls = scan_tool_calls(format, text);
   if (calls.empty() || calls.back().object_end != npos) return npos;
   switch (format) {
@@ -169,8 +195,10 @@ size_t unfinished_call_start(ToolCallFormat format, std::string_view text) {
     case ToolCallFormat::kMistral:
       return text.find(kMistralMarker);  // the calls are one list: all of it is unfinished
     case ToolCallFormat::kLlama3:
+    case ToolCallFormat::kLlama4:
     case ToolCallFormat::kGeneric:
       return 0;
+    case ToolCallFormat::kQwen3Coder:
     case ToolCallFormat::kNone:
       break;
   }
@@ -179,6 +207,18 @@ size_t unfinished_call_start(ToolCallFormat format, std::string_view text) {
 
 std::vector<ToolCallDelta> ToolCallStream::update(std::string_view text) {
   std::vector<ToolCallDelta> out;
+  if (format_ == ToolCallFormat::kQwen3Coder) {
+    // Each call whole, once its block has closed.
+    const size_t last_close = text.rfind(kHermesClose);
+    if (last_close == npos) return out;
+    const ParsedReply done = parse_tool_calls(format_, text.substr(0, last_close + kHermesClose.size()), tools_);
+    for (size_t k = sent_.size(); k < done.calls.size() && (parallel_ || k == 0); ++k) {
+      out.push_back(ToolCallDelta{static_cast<int32_t>(k), true, done.calls[k].name, ""});
+      out.push_back(ToolCallDelta{static_cast<int32_t>(k), false, "", done.calls[k].arguments});
+      sent_.push_back(done.calls[k].arguments.size());
+    }
+    return out;
+  }
   const std::vector<ToolCallScan> calls = scan_tool_calls(format_, text);
   for (size_t k = 0; k < calls.size() && (parallel_ || k == 0); ++k) {
     const ToolCallScan& c = calls[k];

@@ -6,7 +6,8 @@
 // when its object names the function before its arguments ({"name": "f", "arguments": {...}}: the order every
 // supported template shows and every forced call is generated in) and its arguments are a JSON object; the
 // fragments are the model's own text of that object, so their concatenation is the arguments as written, valid
-// JSON once the object closes. A call of another shape (arguments first, arguments as a JSON string) is sent
+// JSON once the object closes. Qwen3-Coder's XML calls go out whole (header and arguments) as each block closes. A
+// call of another shape (arguments first, arguments as a JSON string) is sent
 // whole when the reply ends, as the final parse (parse_tool_calls) reads it. A call that began streaming stays a
 // call: if the model then breaks its JSON, the client has its fragments (as with a reply cut off by max_tokens,
 // where finish_reason says "length").
@@ -47,7 +48,9 @@ size_t unfinished_call_start(ToolCallFormat format, std::string_view text);
 
 class ToolCallStream {
  public:
-  ToolCallStream(ToolCallFormat format, bool parallel) : format_(format), parallel_(parallel) {}
+  // tools: the request's tools (qwen3-coder's values are typed by them); nullptr: none known.
+  ToolCallStream(ToolCallFormat format, bool parallel, const std::vector<ToolSpec>* tools = nullptr)
+      : format_(format), parallel_(parallel), tools_(tools) {}
 
   // The deltas the reply's text so far adds (`text` only grows between calls).
   std::vector<ToolCallDelta> update(std::string_view text);
@@ -60,6 +63,7 @@ class ToolCallStream {
  private:
   ToolCallFormat format_;
   bool parallel_;
+  const std::vector<ToolSpec>* tools_;
   std::vector<size_t> sent_;  // per streamed call: bytes of its arguments sent
 };
 

@@ -2,9 +2,11 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "api/generic_tool_format.h"
+#include "api/tool_call_stream.h"
 #include "grammar/json_schema.h"
 
 namespace pagoda {
@@ -58,16 +60,19 @@ const char* tool_call_format_name(ToolCallFormat f) {
     case ToolCallFormat::kLlama3: return "llama-3";
     case ToolCallFormat::kMistral: return "mistral";
     case ToolCallFormat::kGeneric: return "generic";
+    case ToolCallFormat::kLlama4: return "llama-4";
+    case ToolCallFormat::kQwen3Coder: return "qwen3-coder";
     case ToolCallFormat::kNone: break;
   }
   return "none";
 }
 
 ToolCallFormat detect_tool_call_format(std::string_view t) {
-  // Qwen3-Coder's <tool_call> holds XML (<function=name><parameter=p>...), not Hermes' JSON: not a format pagoda
-  // parses or constrains, so tools get the clear error rather than calls in the wrong shape.
-  if (contains(t, "<function=")) return ToolCallFormat::kNone;
+  // Qwen3-Coder's <tool_call> holds XML (<function=name><parameter=p>...), not Hermes' JSON.
+  if (contains(t, kXmlFunctionOpen) && contains(t, kHermesOpen)) return ToolCallFormat::kQwen3Coder;
   if (contains(t, kHermesOpen)) return ToolCallFormat::kHermes;
+  if (contains(t, "<|header_start|>") && contains(t, "tool_calls") && contains(t, kPythonStart))
+    return ToolCallFormat::kLlama4;
   if (contains(t, kMistralMarker)) return ToolCallFormat::kMistral;
   if (contains(t, "<|start_header_id|>") && contains(t, "tools") &&
       (contains(t, kPythonTag) || contains(t, "\"parameters\": dictionary of argument name")))
@@ -142,11 +147,165 @@ Result<ToolChoice> read_tool_choice(const ojson& c, const std::vector<ToolSpec>&
   return make_field_error("tool_choice", "'tool_choice' names '" + out.name + "', which is not in 'tools'");
 }
 
+namespace {
+
+// The schema of one parameter of a tool (an empty object when the tool does not describe it).
+const ojson& parameter_schema(const ToolSpec& tool, const std::string& name) {
+  static const ojson kAny = ojson::object();
+  const ojson& p = tool.parameters;
+  if (p.is_object() && p.contains("properties") && p["properties"].is_object() && p["properties"].contains(name))
+    return p["properties"][name];
+  return kAny;
+}
+
+bool is_string_schema(const ojson& schema) {
+  return schema.is_object() && schema.contains("type") && schema["type"] == "string";
+}
+
+// Qwen3-Coder's XML calls: <tool_call>\n<function=NAME>\n then each parameter (required ones always, in the
+// schema's order) as <parameter=P>\nVALUE\n</parameter>\n, then </function>\n</tool_call>. A string value is raw
+// text without '<' (an enum: one of its strings), any other value JSON valid for its schema.
+Result<std::string> qwen3_coder_gbnf(const std::vector<ToolSpec>& tools, const ToolChoice& choice, bool parallel) {
+  std::string rules = grammar::json_primitives_gbnf();
+  rules += "xml-text ::= [^<]*\n";
+  std::string alternatives;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ToolSpec& t = tools[i];
+    if (choice.kind == ToolChoice::Kind::kNamed && t.name != choice.name) continue;
+    const std::string tool_rule = "tool" + std::to_string(i);
+    std::string body = grammar::gbnf_literal("<tool_call>\n<function=" + t.name + ">\n");
+    const ojson& params = t.parameters;
+    std::vector<std::string> required;
+    if (params.contains("required") && params["required"].is_array())
+      for (const ojson& r : params["required"])
+        if (r.is_string()) required.push_back(r.get<std::string>());
+    if (params.contains("properties") && params["properties"].is_object()) {
+      size_t j = 0;
+      for (const auto& [name, schema] : params["properties"].items()) {
+        const std::string prule = tool_rule + "-p" + std::to_string(j++);
+        std::string value;
+        if (schema.is_object() && schema.contains("enum") && schema["enum"].is_array() && !schema["enum"].empty() &&
+            std::all_of(schema["enum"].begin(), schema["enum"].end(), [](const ojson& v) { return v.is_string(); })) {
+          for (const ojson& v : schema["enum"])
+            value += std::string(value.empty() ? "( " : " | ") + grammar::gbnf_literal(v.get<std::string>());
+          value += " )";
+        } else if (is_string_schema(schema)) {
+          value = schema.contains("maxLength") && schema["maxLength"].is_number_unsigned()
+                      ? "[^<]{0," + std::to_string(schema["maxLength"].get<uint64_t>()) + "}"
+                      : "xml-text";
+        } else {
+          auto r = grammar::json_schema_rules(schema, prule + "-value");
+          if (!r.ok()) return make_field_error("tools", "tool '" + t.name + "' parameter '" + name + "': " + r.error().message);
+          rules += *r;
+          value = prule + "-value";
+        }
+        rules += prule + " ::= " + grammar::gbnf_literal("<parameter=" + name + ">\n") + " " + value + " " +
+                 grammar::gbnf_literal("\n</parameter>\n") + "\n";
+        const bool is_required = std::find(required.begin(), required.end(), name) != required.end();
+        body += " " + prule + (is_required ? "" : "?");
+      }
+    }
+    body += " " + grammar::gbnf_literal("</function>\n</tool_call>");
+    rules += tool_rule + "-call ::= " + body + "\n";
+    alternatives += std::string(alternatives.empty() ? "" : " | ") + tool_rule + "-call";
+  }
+  rules += "tool-call ::= " + alternatives + "\n";
+  rules += parallel ? "root ::= tool-call ( \"\\n\" tool-call )*\n" : "root ::= tool-call\n";
+  return rules;
+}
+
+// A qwen3-coder value as JSON: raw text for a string parameter; otherwise the JSON it spells, or the text.
+ojson xml_value(std::string_view raw, const ojson& schema) {
+  const std::string text(raw);
+  if (is_string_schema(schema)) return text;
+  ojson parsed = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? ojson(text) : parsed;
+}
+
+// One <tool_call> block's inside: <function=NAME>...</function>; nullopt when malformed.
+std::optional<ParsedToolCall> parse_xml_call(std::string_view body, const std::vector<ToolSpec>* tools) {
+  body = trim(body);
+  if (body.substr(0, kXmlFunctionOpen.size()) != kXmlFunctionOpen) return std::nullopt;
+  const size_t name_end = body.find('>');
+  if (name_end == std::string_view::npos) return std::nullopt;
+  ParsedToolCall call;
+  call.name = std::string(body.substr(kXmlFunctionOpen.size(), name_end - kXmlFunctionOpen.size()));
+  if (call.name.empty()) return std::nullopt;
+  const size_t close = body.rfind(kXmlFunctionClose);
+  if (close == std::string_view::npos || close < name_end) return std::nullopt;
+  const ToolSpec* spec = nullptr;
+  if (tools)
+    for (const ToolSpec& t : *tools)
+      if (t.name == call.name) spec = &t;
+  ojson args = ojson::object();
+  std::string_view rest = body.substr(name_end + 1, close - name_end - 1);
+  for (;;) {
+    rest = trim(rest);
+    if (rest.empty()) break;
+    if (rest.substr(0, kXmlParameterOpen.size()) != kXmlParameterOpen) return std::nullopt;
+    const size_t pname_end = rest.find('>');
+    if (pname_end == std::string_view::npos) return std::nullopt;
+    const std::string pname(rest.substr(kXmlParameterOpen.size(), pname_end - kXmlParameterOpen.size()));
+    const size_t pclose = rest.find(kXmlParameterClose, pname_end);
+    if (pname.empty() || pclose == std::string_view::npos) return std::nullopt;
+    std::string_view value = rest.substr(pname_end + 1, pclose - pname_end - 1);
+    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);  // the template's own line breaks
+    if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+    static const ojson kAny = ojson::object();
+    args[pname] = xml_value(value, spec ? parameter_schema(*spec, pname) : kAny);
+    rest = rest.substr(pclose + kXmlParameterClose.size());
+  }
+  call.arguments = args.dump();
+  return call;
+}
+
+// The calls of a reply in the llama-4 format: `*ok` when the reply is calls (after an optional
+// <|python_start|> text <|python_end|>) and nothing else.
+ParsedReply parse_llama4(std::string_view text) {
+  ParsedReply out;
+  const std::vector<ToolCallScan> scans = scan_tool_calls(ToolCallFormat::kLlama4, text);
+  bool ok = !scans.empty();
+  for (const ToolCallScan& sc : scans) {
+    if (sc.object_end == std::string_view::npos) {
+      ok = false;
+      break;
+    }
+    const auto j = ojson::parse(text.substr(sc.object_begin, sc.object_end - sc.object_begin), nullptr, false);
+    auto call = tool_call_from_json(j);
+    if (!call || !(j.contains("parameters") || j.contains("arguments"))) {
+      ok = false;
+      break;
+    }
+    out.calls.push_back(std::move(*call));
+  }
+  if (ok) {
+    std::string_view tail = text.substr(scans.back().object_end);
+    tail = trim(tail);
+    if (tail.substr(0, kPythonEnd.size()) == kPythonEnd) tail = trim(tail.substr(kPythonEnd.size()));
+    ok = tail.empty();
+  }
+  if (!ok) {
+    out.calls.clear();
+    out.content = std::string(text);
+    return out;
+  }
+  // The text the template puts between <|python_start|> and <|python_end|> before the calls.
+  std::string_view head = trim(text.substr(0, scans.front().object_begin));
+  if (head.substr(0, kPythonStart.size()) == kPythonStart) head = head.substr(kPythonStart.size());
+  if (const size_t end = head.find(kPythonEnd); end != std::string_view::npos) head = head.substr(0, end);
+  out.content = std::string(trim(head));
+  return out;
+}
+
+}  // namespace
+
 Result<std::string> tool_call_gbnf(ToolCallFormat format, const std::vector<ToolSpec>& tools, const ToolChoice& choice,
                                    bool parallel) {
+  if (format == ToolCallFormat::kQwen3Coder) return qwen3_coder_gbnf(tools, choice, parallel);
   std::string rules = grammar::json_primitives_gbnf();
   std::string alternatives;
-  const char* args_key = format == ToolCallFormat::kLlama3 ? "parameters" : "arguments";
+  const char* args_key =
+      format == ToolCallFormat::kLlama3 || format == ToolCallFormat::kLlama4 ? "parameters" : "arguments";
   for (size_t i = 0; i < tools.size(); ++i) {
     const ToolSpec& t = tools[i];
     if (choice.kind == ToolChoice::Kind::kNamed && t.name != choice.name) continue;
@@ -177,15 +336,22 @@ Result<std::string> tool_call_gbnf(ToolCallFormat format, const std::vector<Tool
       rules += choice.kind == ToolChoice::Kind::kAuto ? "root ::= tool-calls | \"{\\\"response\\\": \" json-string \"}\"\n"
                                                       : "root ::= tool-calls\n";
       break;
+    case ToolCallFormat::kLlama4:
+      // As the template writes an assistant's calls: objects one after another.
+      rules += parallel ? "root ::= tool-call-object ( tool-call-object )*\n" : "root ::= tool-call-object\n";
+      break;
+    case ToolCallFormat::kQwen3Coder:  // handled above
     case ToolCallFormat::kNone:
       return make_field_error("tools", "this chat template has no tool-call format pagoda knows");
   }
   return rules;
 }
 
-ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text) {
+ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text, const std::vector<ToolSpec>* tools) {
   ParsedReply out;
-  if (format == ToolCallFormat::kHermes) {
+  if (format == ToolCallFormat::kLlama4) return parse_llama4(text);
+  if (format == ToolCallFormat::kHermes || format == ToolCallFormat::kQwen3Coder) {
+    const bool xml = format == ToolCallFormat::kQwen3Coder;
     size_t at = 0;
     while (at < text.size()) {
       const size_t open = text.find(kHermesOpen, at);
@@ -195,8 +361,12 @@ ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text) {
       const size_t body_end = close == std::string_view::npos ? text.size() - partial_marker_suffix(text, kHermesClose)
                                                               : close;
       const std::string_view body = trim(text.substr(open + kHermesOpen.size(), body_end - open - kHermesOpen.size()));
-      const auto j = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
-      auto call = tool_call_from_json(j);
+      std::optional<ParsedToolCall> call;
+      if (xml) {
+        call = parse_xml_call(body, tools);
+      } else {
+        call = tool_call_from_json(ojson::parse(body, nullptr, /*allow_exceptions=*/false));
+      }
       const size_t end = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
       if (call) {
         out.content += text.substr(at, open - at);
@@ -245,19 +415,21 @@ ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text) {
 size_t releasable_content(ToolCallFormat format, std::string_view text, bool* decided) {
   switch (format) {
     case ToolCallFormat::kHermes:
+    case ToolCallFormat::kQwen3Coder:
     case ToolCallFormat::kMistral: {
-      const std::string_view marker = format == ToolCallFormat::kHermes ? kHermesOpen : kMistralMarker;
+      const std::string_view marker = format == ToolCallFormat::kMistral ? kMistralMarker : kHermesOpen;
       const size_t at = text.find(marker);
       if (at != std::string_view::npos) return at;
       return text.size() - partial_marker_suffix(text, marker);
     }
-    case ToolCallFormat::kLlama3: {
+    case ToolCallFormat::kLlama3:
+    case ToolCallFormat::kLlama4: {
       if (*decided) return text.size();
       const std::string_view t = trim(text);
       if (t.empty()) return 0;
+      const std::string_view tag = format == ToolCallFormat::kLlama3 ? kPythonTag : kPythonStart;
       const bool may_be_call =
-          t.front() == '{' || (t.size() < kPythonTag.size() ? kPythonTag.substr(0, t.size()) == t
-                                                            : t.substr(0, kPythonTag.size()) == kPythonTag);
+          t.front() == '{' || (t.size() < tag.size() ? tag.substr(0, t.size()) == t : t.substr(0, tag.size()) == tag);
       if (may_be_call) return 0;
       *decided = true;
       return text.size();

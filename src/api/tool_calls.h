@@ -8,6 +8,10 @@
 //   llama-3  {"name": "f", "parameters": {...}} as the whole reply, optionally after <|python_tag|>
 //            (Llama 3.1 / 3.2 / 3.3 templates; one call per reply)
 //   mistral  [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...] (Mistral v0.3, Nemo, Mixtral tool templates)
+//   llama-4  {"name": "f", "parameters": {...}} objects, one after another, optionally after <|python_start|> (and a
+//            text up to <|python_end|>), as Llama 4's template writes an assistant's calls
+//   qwen3-coder  <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n...</function>\n</tool_call>: XML,
+//            one block per call; a value is raw text for a string parameter, JSON otherwise (Qwen3-Coder)
 //   generic  {"tool_calls": [{"name": "f", "arguments": {...}}, ...]} or {"response": "text"} as the whole reply: for
 //            every template that shows none of the formats above (api/generic_tool_format.h); the tools and the
 //            reply's schema go into the system turn and a grammar holds the reply to that schema
@@ -25,13 +29,19 @@
 
 namespace pagoda {
 
-enum class ToolCallFormat { kNone, kHermes, kLlama3, kMistral, kGeneric };
+enum class ToolCallFormat { kNone, kHermes, kLlama3, kMistral, kGeneric, kLlama4, kQwen3Coder };
 
 // The formats' markers, matched as text.
 inline constexpr std::string_view kHermesOpen = "<tool_call>";
 inline constexpr std::string_view kHermesClose = "</tool_call>";
 inline constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
 inline constexpr std::string_view kPythonTag = "<|python_tag|>";
+inline constexpr std::string_view kPythonStart = "<|python_start|>";
+inline constexpr std::string_view kPythonEnd = "<|python_end|>";
+inline constexpr std::string_view kXmlFunctionOpen = "<function=";
+inline constexpr std::string_view kXmlFunctionClose = "</function>";
+inline constexpr std::string_view kXmlParameterOpen = "<parameter=";
+inline constexpr std::string_view kXmlParameterClose = "</parameter>";
 
 const char* tool_call_format_name(ToolCallFormat f);
 // The format a chat template's model writes calls in; kNone when the template shows none pagoda knows.
@@ -73,7 +83,9 @@ struct ParsedReply {
 // nullopt.
 std::optional<ParsedToolCall> tool_call_from_json(const nlohmann::ordered_json& j);
 // A finished reply: its tool calls (well-formed ones only; a malformed block stays in the content) and the rest.
-ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text);
+// tools: the request's tools, which qwen3-coder's XML values are typed by (nullptr: a value that parses as JSON
+// is JSON).
+ParsedReply parse_tool_calls(ToolCallFormat format, std::string_view text, const std::vector<ToolSpec>* tools = nullptr);
 
 // Streaming: how many leading bytes of `text` (the reply so far) are surely content, not part of a tool call that
 // may be forming. `decided` remembers, for llama-3, that the reply did not start as a call.

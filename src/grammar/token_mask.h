@@ -33,7 +33,7 @@ namespace pagoda::grammar {
 // nothing), but for grammars they spell their text: a forced call may then use the model's own marker token, as
 // the model was trained to, and the grammar moves past the marker either way.
 inline constexpr std::string_view kTextControlTokens[] = {"[TOOL_CALLS]", "<tool_call>", "</tool_call>",
-                                                          "<|python_tag|>"};
+                                                          "<|python_tag|>", "<|python_start|>", "<|python_end|>"};
 // The bytes token id spells for a grammar: its piece, or a listed control token's text.
 std::string_view grammar_piece(const Tokenizer& tokenizer, int32_t id);
 

@@ -458,6 +458,7 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   builder->tokens_as_ids = request.tokens_as_ids;
   builder->tool_format = request.tool_format;
   builder->parallel_tool_calls = request.parallel_tool_calls;
+  builder->tools = request.tools;
   if (anchor) builder->anchor_tokens = anchor_tokens * static_cast<int64_t>(request.prompts.size());
   builder->include_usage_null = request.stream && request.include_usage;
   if (request.stream && request.continuous_usage) builder->continuous_usage_prompt_tokens = prompt_tokens;

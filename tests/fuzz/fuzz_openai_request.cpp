@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   (void)pagoda::ApiKeys::parse(text, "fuzz");
   for (auto format : {pagoda::ToolCallFormat::kHermes, pagoda::ToolCallFormat::kLlama3, pagoda::ToolCallFormat::kMistral,
-                      pagoda::ToolCallFormat::kGeneric})
+                      pagoda::ToolCallFormat::kGeneric, pagoda::ToolCallFormat::kLlama4,
+                      pagoda::ToolCallFormat::kQwen3Coder})
     for (bool streamed : {false, true}) {
       pagoda::ResponseBuilder reply(pagoda::ApiEndpoint::kChatCompletions, "id", "m", 0, model().tokenizer(), 1, -1);
       reply.tool_format = format;

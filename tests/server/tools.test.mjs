@@ -233,3 +233,42 @@ test('generic format: "required" and a named function give calls; history round-
   for (const c of next.choices[0].message.tool_calls) checkCall(c.function.name, JSON.parse(c.function.arguments));
   assert.ok(next.usage.prompt_tokens > r.usage.prompt_tokens, 'the call and its result are in the prompt');
 });
+
+// Llama 4's and Qwen3-Coder's own formats (templates from ../shared): forced calls in the template's own shape,
+// parsed back into tool_calls, streamed and not the same reading.
+for (const [family, format] of [['llama4-instruct', 'llama-4'], ['qwen3-coder', 'qwen3-coder']]) {
+  test(`${family}: native ${format} calls, streamed and not`, async () => {
+    const s = await startServer(['--chat-template-file',
+      path.join(process.env.PAGODA_SHARED, 'templates', 'templates', `${family}.jinja`)]);
+    try {
+      assert.match(s.log(), new RegExp(`tool-call format ${format}`));
+      const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const req = { model, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: openaiTools,
+        tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false,
+        max_tokens: 200, temperature: 0 };
+      const r = await c.chat.completions.create(req);
+      assert.equal(r.choices[0].finish_reason, 'tool_calls', JSON.stringify(r.choices[0]));
+      const call = r.choices[0].message.tool_calls[0];
+      assert.equal(call.function.name, 'get_weather');
+      checkCall('get_weather', JSON.parse(call.function.arguments));
+      let args = '', name = '', finish;
+      for await (const chunk of await c.chat.completions.create({ ...req, stream: true })) {
+        const ch = chunk.choices[0];
+        for (const d of ch?.delta?.tool_calls ?? []) {
+          name += d.function?.name ?? '';
+          args += d.function?.arguments ?? '';
+        }
+        if (ch?.finish_reason) finish = ch.finish_reason;
+      }
+      assert.equal(finish, 'tool_calls');
+      assert.equal(name, 'get_weather');
+      assert.deepEqual(JSON.parse(args), JSON.parse(call.function.arguments));
+      // The call goes back through the template in its own format.
+      const next = await c.chat.completions.create({ model, tools: openaiTools, max_tokens: 4, temperature: 0,
+        messages: [...req.messages, r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'sunny' }] });
+      assert.ok(next.usage.prompt_tokens > r.usage.prompt_tokens);
+    } finally {
+      s.proc.kill('SIGTERM');
+    }
+  });
+}

@@ -137,3 +137,35 @@ TEST(ToolCallStream, ScanFindsObjectsAndTheirArgumentSpans) {
 
 }  // namespace
 }  // namespace pagoda
+
+namespace pagoda {
+namespace {
+
+TEST(ToolCallStream, Llama4ArgumentsStreamAndQwen3CoderCallsGoOutAsTheirBlocksClose) {
+  const std::string llama4 = "<|python_start|><|python_end|>{\"name\": \"f\", \"parameters\": {\"a\": \"x y\"}}"
+                             "{\"name\": \"g\", \"parameters\": {\"b\": 2}}";
+  for (size_t step : {1, 5}) {
+    const Collected c = stream(ToolCallFormat::kLlama4, llama4, step);
+    ASSERT_EQ(c.names.size(), 2u);
+    EXPECT_EQ(c.args.at(0), "{\"a\": \"x y\"}");
+    EXPECT_EQ(c.args.at(1), "{\"b\": 2}");
+    EXPECT_GT(c.updates_with_args, 2) << "the arguments stream";
+  }
+  const std::string xml = "<tool_call>\n<function=f>\n<parameter=a>\nx y\n</parameter>\n</function>\n</tool_call>\n"
+                          "<tool_call>\n<function=g>\n<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>";
+  ToolCallStream s(ToolCallFormat::kQwen3Coder, true);
+  const size_t first_close = xml.find("</tool_call>") + 12;
+  EXPECT_TRUE(s.update(xml.substr(0, first_close - 1)).empty()) << "nothing before the block closes";
+  const auto first = s.update(xml.substr(0, first_close));
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_TRUE(first[0].header);
+  EXPECT_EQ(first[0].name, "f");
+  EXPECT_EQ(first[1].arguments, R"({"a":"x y"})");
+  const auto rest = s.finish(xml, parse_tool_calls(ToolCallFormat::kQwen3Coder, xml));
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].index, 1);
+  EXPECT_EQ(rest[1].arguments, R"({"b":2})");
+}
+
+}  // namespace
+}  // namespace pagoda

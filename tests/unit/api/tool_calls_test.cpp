@@ -28,8 +28,69 @@ TEST(ToolCalls, FormatsAreRecognisedInRealTemplates) {
   for (const char* f : {"mistral-7b-instruct-v0.3", "mistral-nemo-instruct-2407"})
     EXPECT_EQ(detect_tool_call_format(read_template(f)), ToolCallFormat::kMistral) << f;
   // qwen3-coder writes its calls as XML inside <tool_call>: not the Hermes JSON format.
-  for (const char* f : {"llama2-chat", "zephyr-7b-beta", "gemma2-it", "qwen3-coder"})
+  EXPECT_EQ(detect_tool_call_format(read_template("qwen3-coder")), ToolCallFormat::kQwen3Coder);
+  EXPECT_EQ(detect_tool_call_format(read_template("llama4-instruct")), ToolCallFormat::kLlama4);
+  for (const char* f : {"llama2-chat", "zephyr-7b-beta", "gemma2-it"})
     EXPECT_EQ(detect_tool_call_format(read_template(f)), ToolCallFormat::kNone) << f;
+}
+
+TEST(ToolCalls, Llama4CallsFollowTheTemplatesOwnForm) {
+  // As llama4-instruct.jinja writes an assistant's calls: <|python_start|>text<|python_end|> then the objects.
+  auto r = parse_tool_calls(ToolCallFormat::kLlama4,
+                            "<|python_start|><|python_end|>{\"name\": \"f\", \"parameters\": {\"a\": 1}}"
+                            "{\"name\": \"g\", \"parameters\": {}}");
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "f");
+  EXPECT_EQ(r.calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(r.calls[1].name, "g");
+  EXPECT_EQ(r.content, "");
+  r = parse_tool_calls(ToolCallFormat::kLlama4, "{\"name\": \"f\", \"parameters\": {}}");
+  ASSERT_EQ(r.calls.size(), 1u);
+  r = parse_tool_calls(ToolCallFormat::kLlama4, "<|python_start|>Let me look.<|python_end|>{\"name\": \"f\", \"parameters\": {}}");
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.content, "Let me look.");
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kLlama4, "{\"name\": \"f\", \"parameters\": {}} and more").calls.empty());
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kLlama4, "Hello there").content, "Hello there");
+  bool decided = false;
+  EXPECT_EQ(releasable_content(ToolCallFormat::kLlama4, "<|python_st", &decided), 0u);
+  EXPECT_EQ(releasable_content(ToolCallFormat::kLlama4, "Sure", &decided), 4u);
+}
+
+TEST(ToolCalls, Qwen3CoderXmlCallsAreTypedByTheToolsSchemas) {
+  auto tools = read_tools(ojson::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters":
+      {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"},
+       "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}}}])"));
+  ASSERT_TRUE(tools.ok());
+  const std::string reply = "I will check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\n42\n</parameter>\n"
+                            "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+  auto r = parse_tool_calls(ToolCallFormat::kQwen3Coder, reply, &*tools);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "get_weather");
+  EXPECT_EQ(ojson::parse(r.calls[0].arguments), ojson::parse(R"({"city": "42", "days": 3})"))
+      << "a string parameter stays a string even when it looks like a number";
+  EXPECT_EQ(r.content, "I will check.");
+  // Without the schemas a value that parses as JSON is JSON.
+  EXPECT_EQ(ojson::parse(parse_tool_calls(ToolCallFormat::kQwen3Coder, reply).calls[0].arguments)["city"], 42);
+  // A malformed block stays content; content before a call streams, the call is held.
+  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kQwen3Coder, "<tool_call>\n<function=f>\n</tool_call>").calls.empty());
+  bool decided = false;
+  EXPECT_EQ(releasable_content(ToolCallFormat::kQwen3Coder, "Hi <tool_c", &decided), 3u);
+  // The forced-call grammar: required parameters, raw strings without '<', enums as their strings.
+  auto required = read_tool_choice(ojson("required"), *tools);
+  auto gbnf = tool_call_gbnf(ToolCallFormat::kQwen3Coder, *tools, *required, true);
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
+  auto g = grammar::parse_gbnf(*gbnf);
+  ASSERT_TRUE(g.ok()) << g.error().message << "\n" << *gbnf;
+  grammar::GrammarMatcher m(*g);
+  EXPECT_TRUE(m.accepts("<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
+                        "<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_TRUE(m.accepts(reply.substr(reply.find("<tool_call>")))) << "the reply above";
+  EXPECT_FALSE(m.accepts("<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"))
+      << "city is required";
+  EXPECT_FALSE(m.accepts("<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\n"
+                         "<parameter=unit>\nkelvin\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(m.accepts("<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\n"
+                         "<parameter=days>\n\"3\"\n</parameter>\n</function>\n</tool_call>")) << "days is an integer";
 }
 
 TEST(ToolCalls, RepliesAreParsedPerFormat) {
