@@ -1,5 +1,5 @@
 // pagoda serve MODEL.gguf [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-keys-file FILE]
-//                         [--served-model-name NAME] [--max-queue N]
+//                         [--served-model-name NAME] [--max-queue N] [--metrics-vllm-names]
 //                         [--chat-template NAME | --chat-template-file F] [--chat-template-kwargs JSON]
 //                         [--shutdown-timeout S] [engine flags]
 //                         [--anchor-trust-root ROOT.json [--anchor-state-dir DIR] [--anchor FILE]...
@@ -44,6 +44,7 @@ struct ServeOptions {
   std::string anchor_state_dir;
   std::vector<std::string> anchor_files;
   std::string admin_api_key;
+  bool metrics_vllm_names = false;
   int32_t anchor_max_tokens = 512;
   double anchor_max_pinned_frac = 0.25;
 };
@@ -83,6 +84,7 @@ int run_serve(const ServeOptions& o) {
   if (!o.api_key.empty()) sc.api_keys.add(o.api_key, "");
   sc.max_queue = o.max_queue;
   sc.admin_api_key = o.admin_api_key;
+  sc.metrics_vllm_names = o.metrics_vllm_names;
   if (o.anchor_trust_root.empty() && (!o.anchor_files.empty() || !o.anchor_state_dir.empty()))
     return fail("--anchor and --anchor-state-dir need --anchor-trust-root");
   sc.http_threads = std::clamp(o.engine.max_num_seqs + o.max_queue + 16, 64, 1024);
@@ -189,6 +191,9 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-queue", opts->max_queue,
                   "Requests that may wait beyond --max-num-seqs running ones; more get 429 (default 256)")
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_flag("--metrics-vllm-names", opts->metrics_vllm_names,
+               "/metrics also exports the gauges routers read under vLLM's names (vllm:num_requests_waiting, "
+               "vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:cache_config_info)");
   add_chat_template_flags(*cmd, opts->chat_template);
   cmd->add_option("--shutdown-timeout", opts->shutdown_timeout_s,
                   "Seconds in-flight requests get to finish on SIGTERM/SIGINT (default 30)")

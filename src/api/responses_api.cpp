@@ -381,7 +381,7 @@ class ResponsesDialect final : public ChatDialect {
       out += event("response.function_call_arguments.done",
                    {{"item_id", it.id}, {"output_index", open_}, {"name", it.name}, {"arguments", it.args}});
     }
-    out += event("response.output_item.done", {{"output_index", open_}, {"item", item_json(it, "completed")}});
+    out += event("response.output_item.done", {{"output_index", open_}, {"item", item_json(it, item_status())}});
     open_ = -1;
     return out;
   }
@@ -397,6 +397,9 @@ class ResponsesDialect final : public ChatDialect {
     return {{"id", it.id}, {"type", "function_call"}, {"status", status}, {"call_id", it.call_id},
             {"name", it.name}, {"arguments", it.args}};
   }
+
+  // An output item's final status: "incomplete" when max_output_tokens cut the reply off, as OpenAI marks it.
+  const char* item_status() const { return finish_ == "length" ? "incomplete" : "completed"; }
 
   const char* finish_status() const {
     if (finish_ == "length") return "incomplete";
@@ -425,7 +428,7 @@ class ResponsesDialect final : public ChatDialect {
               {"incomplete_details", incomplete},
               {"model", ctx_.model},
               {"output", json::array()}};
-    for (const Item& it : items_) r["output"].push_back(item_json(it, "completed"));
+    for (const Item& it : items_) r["output"].push_back(item_json(it, item_status()));
     if (std::string(status) == "in_progress") r["output"] = json::array();
     const json echo(echo_);  // a named copy: a temporary in the range would die before the loop
     for (auto& [k, v] : echo.items()) r[k] = v;

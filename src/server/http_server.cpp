@@ -10,6 +10,7 @@
 #include "api/openai_request.h"
 #include "api/anthropic_messages.h"
 #include "api/openai_response.h"
+#include "api/render.h"
 #include "api/responses_api.h"
 #include "server/connection_probe.h"
 #include "server/http_errors.h"
@@ -114,6 +115,7 @@ struct Outcome {
 
 HttpServer::HttpServer(ServerConfig config) : config_(std::move(config)) {
   metrics_ctx_.model_name = config_.served_model_name;
+  metrics_ctx_.vllm_names = config_.metrics_vllm_names;
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -156,6 +158,12 @@ Status HttpServer::start() {
   });
   http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_generate(req, res, Api::kChat);
+  });
+  http_->Post("/v1/completions/render", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, Api::kCompletionsRender);
+  });
+  http_->Post("/v1/chat/completions/render", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(req, res, Api::kChatRender);
   });
   http_->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
     handle_generate(req, res, Api::kResponses);
@@ -355,7 +363,7 @@ void HttpServer::handle_metrics(httplib::Response& res) const {
 }
 
 void HttpServer::handle_generate(const httplib::Request& req, httplib::Response& res, Api api) {
-  const bool chat = api != Api::kCompletions;
+  const bool chat = api != Api::kCompletions && api != Api::kCompletionsRender;
   const SteadyTime arrival = std::chrono::steady_clock::now();
   std::string tenant;
   if (!authorize(req, res, &tenant)) return;
@@ -421,6 +429,14 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     return send_error(res, 400, rename_in_message(parsed.error().message, parsed.error().param, param), param);
   }
   OpenAiRequest& request = *parsed;
+  if (api == Api::kCompletionsRender || api == Api::kChatRender) {  // tokenized, not run
+    if (anchor) {  // the sequence starts with the anchor's tokens
+      for (auto& p : request.prompts) p.insert(p.begin(), anchor->tokens.begin(), anchor->tokens.end());
+      request.gen.prompt.insert(request.gen.prompt.begin(), anchor->tokens.begin(), anchor->tokens.end());
+    }
+    res.set_content(to_wire(render_json(request, id, config_.served_model_name)), "application/json");
+    return;
+  }
   if (api == Api::kMessagesCountTokens) {
     const int64_t n = static_cast<int64_t>(request.gen.prompt.size()) + limits.anchor_tokens * (limits.anchor_tokens > 0);
     res.set_content(to_wire(json{{"input_tokens", n}}), "application/json");

@@ -3,6 +3,8 @@
 //   POST /v1/responses                                OpenAI's Responses API (api/responses_api.h)
 //   POST /v1/messages, POST /v1/messages/count_tokens Anthropic's Messages API (api/anthropic_messages.h), with its
 //                                                     own error shape; x-api-key works as well as a bearer token
+//   POST /v1/completions/render, /v1/chat/completions/render  the token ids a request would prefill, in vLLM's
+//                                                     shapes (api/render.h), so a router tokenizes as the replica does
 //   GET /v1/models, GET /health (200 once ready, 503 before and while draining), GET /metrics (Prometheus)
 // Handler threads never block the engine: they submit requests and read their RequestStream; the engine thread
 // only appends to streams. A streaming handler writes each event as it comes and an SSE comment line when idle
@@ -47,6 +49,7 @@ struct ServerConfig {
   int write_timeout_s = 10;                  // a client that accepts no bytes for this long is dropped
   int http_threads = 64;                     // connection threads (each in-flight request holds one)
   std::string admin_api_key;  // guards the anchor endpoints; empty: they answer 404
+  bool metrics_vllm_names = false;  // /metrics also exports the router gauges under vLLM's names
 };
 
 // What the server serves once the model is loaded.
@@ -86,7 +89,7 @@ class HttpServer {
 
  private:
   // Which API a generation request speaks: the last three are rewritten as chat requests (api/chat_dialect.h).
-  enum class Api { kCompletions, kChat, kResponses, kMessages, kMessagesCountTokens };
+  enum class Api { kCompletions, kChat, kResponses, kMessages, kMessagesCountTokens, kCompletionsRender, kChatRender };
   void handle_generate(const httplib::Request& req, httplib::Response& res, Api api);
   void handle_models(httplib::Response& res) const;
   // POST /apply-template (llama-server's): {"messages", "tools"?, "add_generation_prompt"?, "chat_template_kwargs"?}

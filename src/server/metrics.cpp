@@ -120,6 +120,17 @@ std::string render_metrics(const ServerMetrics& m, const EngineStats& e, const M
          "# TYPE pagoda:cache_config_info gauge\n"
          "pagoda:cache_config_info{block_size=\"" +
          std::to_string(ctx.block_size) + "\",num_gpu_blocks=\"" + std::to_string(ctx.num_blocks) + "\"} 1\n";
+  if (ctx.vllm_names) {
+    // What llm-d's endpoint picker and other routers configured for vLLM read, the same values as above.
+    metric(out, "gauge", "vllm:num_requests_running", "Sequences in the running batch.", model, e.running);
+    metric(out, "gauge", "vllm:num_requests_waiting", "Sequences waiting to be scheduled.", model, e.waiting);
+    metric(out, "gauge", "vllm:kv_cache_usage_perc", "Fraction of KV blocks in use (1 = all).", model,
+           e.blocks.usage());
+    out += "# HELP vllm:cache_config_info Information of the KV cache configuration.\n"
+           "# TYPE vllm:cache_config_info gauge\n"
+           "vllm:cache_config_info{block_size=\"" +
+           std::to_string(ctx.block_size) + "\",num_gpu_blocks=\"" + std::to_string(ctx.num_blocks) + "\"} 1\n";
+  }
   return out;
 }
 

@@ -42,6 +42,7 @@ struct MetricsContext {
   std::string model_name;
   int32_t block_size = 0;
   int64_t num_blocks = 0;
+  bool vllm_names = false;  // also the four gauges routers read, under vLLM's names
 };
 
 // The whole /metrics page in the Prometheus text exposition format (version 0.0.4).

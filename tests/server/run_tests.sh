@@ -39,6 +39,8 @@ echo "== tool calling (OpenAI client, AI SDK, LangChain)"
 node --test --test-reporter=spec tools.test.mjs
 echo "== the Responses and Messages APIs (OpenAI's and Anthropic's npm clients)"
 node --test --test-reporter=spec dialects.test.mjs
+echo "== what routers ask of a replica: render endpoints, vLLM-named gauges"
+node --test --test-reporter=spec render.test.mjs
 echo "== every documented request field implemented or refused"
 node --test --test-reporter=spec field_walk.test.mjs
 echo "== chat templates"
