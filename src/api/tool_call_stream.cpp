@@ -96,6 +96,17 @@ ToolCallScan scan_object(std::string_view t, size_t begin) {
   }
 }
 
+// The call objects of a JSON list whose '[' is just before t[i]: objects separated by commas, as far as t goes.
+void scan_object_list(std::string_view t, size_t i, std::vector<ToolCallScan>& out) {
+  for (i = skip_ws(t, i); i < t.size() && t[i] == '{';) {
+    out.push_back(scan_object(t, i));
+    if (out.back().object_end == npos) return;
+    i = skip_ws(t, out.back().object_end);
+    if (i >= t.size() || t[i] != ',') return;
+    i = skip_ws(t, i + 1);
+  }
+}
+
 }  // namespace
 
 std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_view t) {
@@ -125,13 +136,7 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
       if (at == npos) break;
       size_t i = skip_ws(t, at + kMistralMarker.size());
       if (i >= t.size() || t[i] != '[') break;
-      for (i = skip_ws(t, i + 1); i < t.size() && t[i] == '{'; ) {
-        out.push_back(scan_object(t, i));
-        if (out.back().object_end == npos) break;
-        i = skip_ws(t, out.back().object_end);
-        if (i >= t.size() || t[i] != ',') break;
-        i = skip_ws(t, i + 1);
-      }
+      scan_object_list(t, i + 1, out);
       break;
     }
     case ToolCallFormat::kLlama4: {
@@ -166,13 +171,7 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
       if (i >= t.size() || t[i] != ':') break;
       i = skip_ws(t, i + 1);
       if (i >= t.size() || t[i] != '[') break;
-      for (i = skip_ws(t, i + 1); i < t.size() && t[i] == '{';) {
-        out.push_back(scan_object(t, i));
-        if (out.back().object_end == npos) break;
-        i = skip_ws(t, out.back().object_end);
-        if (i >= t.size() || t[i] != ',') break;
-        i = skip_ws(t, i + 1);
-      }
+      scan_object_list(t, i + 1, out);
       break;
     }
     case ToolCallFormat::kNone:
