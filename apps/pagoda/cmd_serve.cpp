@@ -1,5 +1,5 @@
 // pagoda serve MODEL.gguf [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-keys-file FILE]
-//                         [--served-model-name NAME] [--max-queue N] [--metrics-vllm-names]
+//                         [--served-model-name NAME] [--max-queue N] [--metrics-vllm-names] [--kv-events-config JSON]
 //                         [--chat-template NAME | --chat-template-file F] [--chat-template-kwargs JSON]
 //                         [--shutdown-timeout S] [engine flags]
 //                         [--anchor-trust-root ROOT.json [--anchor-state-dir DIR] [--anchor FILE]...
@@ -24,6 +24,7 @@
 #include "model/model.h"
 #include "anchor_setup.h"
 #include "server/http_server.h"
+#include "server/kv_events_publisher.h"
 
 namespace pagoda::cli {
 namespace {
@@ -45,6 +46,7 @@ struct ServeOptions {
   std::vector<std::string> anchor_files;
   std::string admin_api_key;
   bool metrics_vllm_names = false;
+  std::string kv_events_config;
   int32_t anchor_max_tokens = 512;
   double anchor_max_pinned_frac = 0.25;
 };
@@ -92,6 +94,21 @@ int run_serve(const ServeOptions& o) {
   if (!config.ok()) return fail(config.error().message);
   config->prefault_kv = true;
   config->anchor_max_pinned_frac = o.anchor_max_pinned_frac;
+  // KV-cache events for routers: the publisher outlives the engine (declared first, destroyed last).
+  std::unique_ptr<KvEventsPublisher> kv_events;
+  if (!o.kv_events_config.empty()) {
+    auto kc = KvEventsConfig::parse(o.kv_events_config);
+    if (!kc.ok()) return fail(kc.error().message);
+    if (kc->enable_kv_cache_events) {
+      auto pub = KvEventsPublisher::start(*kc);
+      if (!pub.ok()) return fail(pub.error().message);
+      kv_events = std::move(*pub);
+      config->kv_events = [p = kv_events.get()](std::vector<KvCacheEvent>&& events) { p->publish(std::move(events)); };
+      sc.kv_events = kv_events.get();
+      std::fprintf(stderr, "pagoda: KV-cache events: %s %s%s%s\n", kc->publisher.c_str(), kc->endpoint.c_str(),
+                   kc->replay_endpoint.empty() ? "" : ", replay ", kc->replay_endpoint.c_str());
+    }
+  }
 
   HttpServer server(sc);
   if (Status st = server.start(); !st.ok()) return fail(st.error().message);
@@ -191,6 +208,10 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-queue", opts->max_queue,
                   "Requests that may wait beyond --max-num-seqs running ones; more get 429 (default 256)")
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-events-config", opts->kv_events_config,
+                  "KV-cache events for routers, vLLM's KVEventsConfig as JSON: {\"enable_kv_cache_events\": true, "
+                  "\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\", \"replay_endpoint\", \"buffer_steps\", "
+                  "\"hwm\", \"topic\", \"medium\", \"event_form\": \"map\"|\"array\"} (docs/scale-out.md)");
   cmd->add_flag("--metrics-vllm-names", opts->metrics_vllm_names,
                "/metrics also exports the gauges routers read under vLLM's names (vllm:num_requests_waiting, "
                "vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:cache_config_info)");

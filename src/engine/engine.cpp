@@ -75,6 +75,7 @@ Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<K
   if (bc.watermark_blocks >= bc.num_blocks) bc.watermark_blocks = 0;
   bc.enable_prefix_caching = config_.enable_prefix_caching;
   blocks_ = std::make_unique<BlockManager>(bc, *clock);
+  if (config_.kv_events) blocks_->enable_events();
   scheduler_ =
       std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens}, *blocks_);
   pool_ =
@@ -619,6 +620,9 @@ void Engine::finish_all(FinishReason reason, const std::string& error) {
 }
 
 void Engine::refresh_stats() {
+  // Once per step (every path of step() ends here): the step's KV-cache events, batched.
+  if (config_.kv_events)
+    if (std::vector<KvCacheEvent> events = blocks_->take_events(); !events.empty()) config_.kv_events(std::move(events));
   EngineStats st;
   st.blocks = blocks_->stats();
   st.block_size = blocks_->block_size();

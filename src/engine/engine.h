@@ -17,6 +17,7 @@
 #include <future>
 #include <unordered_map>
 #include <list>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -73,6 +74,10 @@ struct EngineConfig {
   // projected summary of a similar earlier prompt, emitted at admission; tokens 2.. from the exact prefill.
   // Eligible: one choice, no grammar, no logprobs, no anchor, no forced first token.
   std::shared_ptr<warmstart::WarmStartService> warm_start;
+  // KV-cache events for routers (off when empty, kv/kv_cache_events.h): called on the engine thread after each step
+  // with what the prefix cache stored and dropped in it (the first call starts with "cleared"). It must not block
+  // (server/kv_events_publisher.h queues and publishes on a thread of its own).
+  std::function<void(std::vector<KvCacheEvent>&&)> kv_events;
 };
 
 constexpr uint64_t kDefaultKvCacheBytes = uint64_t{1} << 30;

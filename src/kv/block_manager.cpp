@@ -175,7 +175,60 @@ void BlockManager::mark_computed(SeqId seq, int64_t num_computed) {
     b.key = key;
     b.tokens.assign(tokens.begin(), tokens.end());
     cache_index_.emplace(key, s.table[i].id);
+    if (events_on_) {
+      announced_.insert(key);
+      record_stored(key, i ? std::optional<BlockKey>(s.keys[i - 1]) : std::nullopt, tokens);
+    }
   }
+}
+
+void BlockManager::enable_events() {
+  if (events_on_) return;
+  events_on_ = true;
+  // What a subscriber knew of this cache before is gone (a replica that starts has an empty cache; one that
+  // enables events late re-announces nothing it stored before): start from "cleared".
+  KvCacheEvent cleared;
+  cleared.kind = KvCacheEvent::Kind::kCleared;
+  events_.push_back(std::move(cleared));
+  // Blocks cached before now were never announced: their eviction is not announced either (announced_).
+}
+
+std::vector<KvCacheEvent> BlockManager::take_events() {
+  std::vector<KvCacheEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+void BlockManager::record_stored(const BlockKey& key, const std::optional<BlockKey>& parent,
+                                 std::span<const int32_t> tokens) {
+  const uint64_t hash = block_event_hash(key);
+  const std::optional<uint64_t> parent_hash = parent ? std::optional<uint64_t>(block_event_hash(*parent)) : std::nullopt;
+  // A chain grows in one event: this block continues the last stored one.
+  if (!events_.empty() && events_.back().kind == KvCacheEvent::Kind::kStored && parent_hash &&
+      events_.back().block_hashes.back() == *parent_hash) {
+    events_.back().block_hashes.push_back(hash);
+    events_.back().token_ids.insert(events_.back().token_ids.end(), tokens.begin(), tokens.end());
+    return;
+  }
+  KvCacheEvent e;
+  e.kind = KvCacheEvent::Kind::kStored;
+  e.block_hashes = {hash};
+  e.parent_hash = parent_hash;
+  e.token_ids.assign(tokens.begin(), tokens.end());
+  e.block_size = config_.block_size;
+  events_.push_back(std::move(e));
+}
+
+void BlockManager::record_removed(const BlockKey& key) {
+  const uint64_t hash = block_event_hash(key);
+  if (!events_.empty() && events_.back().kind == KvCacheEvent::Kind::kRemoved) {
+    events_.back().block_hashes.push_back(hash);
+    return;
+  }
+  KvCacheEvent e;
+  e.kind = KvCacheEvent::Kind::kRemoved;
+  e.block_hashes = {hash};
+  events_.push_back(std::move(e));
 }
 
 void BlockManager::fork(SeqId parent, SeqId child) {
@@ -243,6 +296,7 @@ void BlockManager::release(BlockId id) {
 
 void BlockManager::forget_key(Block& b) {
   if (!b.key) return;
+  if (events_on_ && announced_.erase(*b.key)) record_removed(*b.key);
   cache_index_.erase(*b.key);
   b.key.reset();
   b.tokens.clear();

@@ -26,9 +26,11 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kv/block_key.h"
+#include "kv/kv_cache_events.h"
 #include "kv/block_types.h"
 #include "util/clock.h"
 #include "util/result.h"
@@ -115,6 +117,11 @@ class BlockManager {
 
   // --- views.
   bool has_sequence(SeqId seq) const { return seqs_.count(seq) != 0; }
+
+  // KV-cache events for routers (kv/kv_cache_events.h): recorded from the moment they are enabled (starting with
+  // "cleared") and taken by the engine once per step.
+  void enable_events();
+  std::vector<KvCacheEvent> take_events();
   int64_t num_tokens(SeqId seq) const;
   std::span<const BlockHandle> block_handles(SeqId seq) const;
   // Slot of token `position` of seq.
@@ -172,6 +179,11 @@ class BlockManager {
   int64_t prefix_query_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
   int64_t evictions_ = 0;
+  bool events_on_ = false;
+  std::vector<KvCacheEvent> events_;
+  std::unordered_set<BlockKey, BlockKeyHasher> announced_;  // stored and not yet removed
+  void record_stored(const BlockKey& key, const std::optional<BlockKey>& parent, std::span<const int32_t> tokens);
+  void record_removed(const BlockKey& key);
 };
 
 }  // namespace pagoda

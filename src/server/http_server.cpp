@@ -358,6 +358,17 @@ void HttpServer::handle_metrics(httplib::Response& res) const {
   EngineStats stats;
   if (ready_.load(std::memory_order_acquire)) stats = ctx_.engine->stats();  // the last published snapshot
   std::string text = render_metrics(metrics_, stats, metrics_ctx_);
+  if (config_.kv_events) {
+    const std::string model = "model_name=\"" + config_.served_model_name + "\"";
+    text += "# HELP pagoda:kv_events_published_batches_total KV-cache event batches published (one per engine step "
+            "that changed the prefix cache).\n# TYPE pagoda:kv_events_published_batches_total counter\n"
+            "pagoda:kv_events_published_batches_total{" + model + "} " +
+            std::to_string(config_.kv_events->published_batches()) + "\n";
+    text += "# HELP pagoda:kv_events_dropped_batches_total KV-cache event batches dropped because the publisher's "
+            "queue was full.\n# TYPE pagoda:kv_events_dropped_batches_total counter\n"
+            "pagoda:kv_events_dropped_batches_total{" + model + "} " +
+            std::to_string(config_.kv_events->dropped_batches()) + "\n";
+  }
   if (ready_.load(std::memory_order_acquire) && ctx_.anchors) text += ctx_.anchors->render_metrics(config_.served_model_name);
   res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -27,6 +27,7 @@
 #include "model/model.h"
 #include "server/anchor_service.h"
 #include "server/api_keys.h"
+#include "server/kv_events_publisher.h"
 #include "server/metrics.h"
 #include "util/result.h"
 
@@ -50,6 +51,7 @@ struct ServerConfig {
   int http_threads = 64;                     // connection threads (each in-flight request holds one)
   std::string admin_api_key;  // guards the anchor endpoints; empty: they answer 404
   bool metrics_vllm_names = false;  // /metrics also exports the router gauges under vLLM's names
+  const KvEventsPublisher* kv_events = nullptr;  // its counters go to /metrics; nullptr: no events
 };
 
 // What the server serves once the model is loaded.
