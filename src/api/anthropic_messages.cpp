@@ -209,9 +209,6 @@ class AnthropicDialect final : public ChatDialect {
     if (p == "response_format") return "output_config";
     return p;
   }
-  json error_body(int status, const std::string& message, const std::string&) const override {
-    return anthropic_error_body(status, message);
-  }
 
   std::string stream_open(int64_t prompt_tokens) override {
     json message = message_object(json::array(), nullptr, nullptr, prompt_tokens, 0);

@@ -18,7 +18,6 @@
 #include <string>
 
 #include "api/chat_dialect.h"
-#include "api/responses_api.h"  // DialectContext
 #include "util/result.h"
 
 namespace pagoda {

@@ -22,8 +22,6 @@ class ChatDialect {
   // The API's name for a parameter the chat parser named ("max_completion_tokens" -> "max_output_tokens"), so
   // that every error names the field the client sent.
   virtual std::string param_name(const std::string& chat_param) const = 0;
-  // The API's error body for an HTTP status.
-  virtual nlohmann::json error_body(int status, const std::string& message, const std::string& param) const = 0;
 
   // Streaming, as Server-Sent Events text: the events that open the stream, those one chat chunk brings, and the
   // closing ones (after the last chunk); an error that ends the stream early. prompt_tokens: the prompt's length.
@@ -34,6 +32,13 @@ class ChatDialect {
 
   // Non-streaming: the whole chat response (one choice) in the API's shape.
   virtual nlohmann::json response(const nlohmann::json& chat_response) = 0;
+};
+
+// What a dialect's answers carry from the server.
+struct DialectContext {
+  std::string id;     // the server's request id; the API's own ids derive from it
+  std::string model;  // the served model's name
+  int64_t created = 0;
 };
 
 // A request of another API, as the chat endpoint reads it, and the dialect that answers it.

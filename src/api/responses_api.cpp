@@ -247,9 +247,6 @@ class ResponsesDialect final : public ChatDialect {
     if (p == "response_format") return "text";
     return p;
   }
-  json error_body(int status, const std::string& message, const std::string& param) const override {
-    return responses_error_body(status, message, param);
-  }
 
   std::string stream_open(int64_t) override {
     json r = response_object("in_progress", json(nullptr), json(nullptr));
@@ -279,8 +276,7 @@ class ResponsesDialect final : public ChatDialect {
         const int32_t index = t.value("index", 0);
         if (t.contains("id")) {
           out += close_open();
-          Item f{"function_call", "fc_" + suffix() + "_" + std::to_string(items_.size()), "",
-                 t["id"].get<std::string>(), t["function"]["name"].get<std::string>(), ""};
+          const Item f = call_item(t["id"].get<std::string>(), t["function"]["name"].get<std::string>(), "");
           items_.push_back(f);
           open_ = static_cast<int32_t>(items_.size()) - 1;
           call_items_[index] = open_;
@@ -322,18 +318,17 @@ class ResponsesDialect final : public ChatDialect {
   json response(const json& chat) override {
     const json& c = chat["choices"][0];
     const json& m = c["message"];
+    // The same items the stream would have opened, without its events.
     if (m.contains("content") && m["content"].is_string() && (!m["content"].get<std::string>().empty() || !m.contains("tool_calls"))) {
-      open_message();
+      items_.push_back(message_item());
       items_.back().text = m["content"].get<std::string>();
     }
     if (m.contains("tool_calls"))
       for (const json& t : m["tool_calls"])
-        items_.push_back(Item{"function_call", "fc_" + suffix() + "_" + std::to_string(items_.size()), "",
-                              t["id"].get<std::string>(), t["function"]["name"].get<std::string>(),
-                              t["function"]["arguments"].get<std::string>()});
-    if (items_.empty()) open_message();
+        items_.push_back(call_item(t["id"].get<std::string>(), t["function"]["name"].get<std::string>(),
+                                   t["function"]["arguments"].get<std::string>()));
+    if (items_.empty()) items_.push_back(message_item());
     finish_ = c["finish_reason"].is_string() ? c["finish_reason"].get<std::string>() : "";
-    seq_ = 0;
     return response_object(finish_status(), incomplete_details(),
                            usage(chat["usage"]["prompt_tokens"].get<int64_t>(), chat["usage"]["completion_tokens"].get<int64_t>()));
   }
@@ -358,8 +353,15 @@ class ResponsesDialect final : public ChatDialect {
     return sse_event(name, e);
   }
 
+  // The next output item of each kind (its id numbered by its output index).
+  Item message_item() const { return Item{"message", "msg_" + suffix() + "_" + std::to_string(items_.size()), "", "", "", ""}; }
+  Item call_item(std::string call_id, std::string name, std::string args) const {
+    return Item{"function_call", "fc_" + suffix() + "_" + std::to_string(items_.size()), "", std::move(call_id),
+                std::move(name), std::move(args)};
+  }
+
   std::string open_message() {
-    Item m{"message", "msg_" + suffix() + "_" + std::to_string(items_.size()), "", "", "", ""};
+    const Item m = message_item();
     items_.push_back(m);
     open_ = static_cast<int32_t>(items_.size()) - 1;
     std::string out = event("response.output_item.added", {{"output_index", open_}, {"item", item_json(m, "in_progress")}});
@@ -449,16 +451,6 @@ class ResponsesDialect final : public ChatDialect {
 };
 
 }  // namespace
-
-json responses_error_body(int status, const std::string& message, const std::string& param) {
-  const char* type = status == 401   ? "authentication_error"
-                     : status == 404 ? "not_found_error"
-                     : status == 429 ? "rate_limit_error"
-                     : status >= 500 ? "server_error"
-                                     : "invalid_request_error";
-  return {{"error", {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)},
-                     {"code", nullptr}}}};
-}
 
 Result<DialectRequest> translate_responses_request(const ojson& body, const DialectContext& ctx) {
   if (!body.is_object()) return make_error("the request body must be a JSON object");

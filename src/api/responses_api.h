@@ -24,17 +24,8 @@
 
 namespace pagoda {
 
-struct DialectContext {
-  std::string id;     // the server's request id; the API's own ids derive from it
-  std::string model;  // the served model's name
-  int64_t created = 0;
-};
-
 // The body as a chat completions body and the dialect that answers it. Errors (Error::param) name the Responses
 // field.
 Result<DialectRequest> translate_responses_request(const nlohmann::ordered_json& body, const DialectContext& ctx);
-
-// OpenAI's error shape, as the chat endpoints answer.
-nlohmann::json responses_error_body(int status, const std::string& message, const std::string& param);
 
 }  // namespace pagoda

@@ -37,55 +37,53 @@ void pack_hashes(msgpack::packer<msgpack::sbuffer>& pk, const std::vector<uint64
   for (uint64_t h : hashes) pk.pack_uint64(h);
 }
 
+// An event's head: {"type": TYPE, ...} with `fields` more keys (map form) or [TYPE, ...] (positional form).
+void pack_head(msgpack::packer<msgpack::sbuffer>& pk, bool map, uint32_t fields, const char* type) {
+  if (map) {
+    pk.pack_map(fields + 1);
+    pack_str(pk, "type");
+  } else {
+    pk.pack_array(fields + 1);
+  }
+  pack_str(pk, type);
+}
+
+// A field's key (map form only: the positional form has the values alone, in order).
+void pack_key(msgpack::packer<msgpack::sbuffer>& pk, bool map, const char* key) {
+  if (map) pack_str(pk, key);
+}
+
 void pack_event(msgpack::packer<msgpack::sbuffer>& pk, const KvCacheEvent& e, const KvEventsConfig& c) {
   const bool map = !c.legacy_array_form;
   switch (e.kind) {
     case KvCacheEvent::Kind::kStored:
-      if (map) {
-        pk.pack_map(8);
-        pack_str(pk, "type");
-      } else {
-        pk.pack_array(8);
-      }
-      pack_str(pk, "BlockStored");
-      if (map) pack_str(pk, "block_hashes");
+      pack_head(pk, map, 7, "BlockStored");
+      pack_key(pk, map, "block_hashes");
       pack_hashes(pk, e.block_hashes);
-      if (map) pack_str(pk, "parent_block_hash");
+      pack_key(pk, map, "parent_block_hash");
       if (e.parent_hash) pk.pack_uint64(*e.parent_hash);
       else pk.pack_nil();
-      if (map) pack_str(pk, "token_ids");
+      pack_key(pk, map, "token_ids");
       pk.pack_array(static_cast<uint32_t>(e.token_ids.size()));
       for (int32_t t : e.token_ids) pk.pack_int32(t);
-      if (map) pack_str(pk, "block_size");
+      pack_key(pk, map, "block_size");
       pk.pack_int32(e.block_size);
-      if (map) pack_str(pk, "lora_id");
+      pack_key(pk, map, "lora_id");
       pk.pack_nil();
-      if (map) pack_str(pk, "medium");
+      pack_key(pk, map, "medium");
       pack_str(pk, c.medium);
-      if (map) pack_str(pk, "lora_name");
+      pack_key(pk, map, "lora_name");
       pk.pack_nil();
       return;
     case KvCacheEvent::Kind::kRemoved:
-      if (map) {
-        pk.pack_map(3);
-        pack_str(pk, "type");
-      } else {
-        pk.pack_array(3);
-      }
-      pack_str(pk, "BlockRemoved");
-      if (map) pack_str(pk, "block_hashes");
+      pack_head(pk, map, 2, "BlockRemoved");
+      pack_key(pk, map, "block_hashes");
       pack_hashes(pk, e.block_hashes);
-      if (map) pack_str(pk, "medium");
+      pack_key(pk, map, "medium");
       pack_str(pk, c.medium);
       return;
     case KvCacheEvent::Kind::kCleared:
-      if (map) {
-        pk.pack_map(1);
-        pack_str(pk, "type");
-      } else {
-        pk.pack_array(1);
-      }
-      pack_str(pk, "AllBlocksCleared");
+      pack_head(pk, map, 0, "AllBlocksCleared");
       return;
   }
 }
