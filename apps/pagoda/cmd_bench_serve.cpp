@@ -1,11 +1,14 @@
 // pagoda bench serve --base-url URL --model NAME [--concurrency C[,C2,...]] [--num-prompts N] [--input-len I]
-//                    [--output-len O] [--shared-prefix-len S] [--request-rate R] [--seed S] [--vocab-size V]
+//                    [--output-len O] [--shared-prefix-len S] [--num-prefixes K] [--prompt-text]
+//                    [--request-rate R] [--seed S] [--vocab-size V]
 //                    [--slo-ttft-ms X] [--slo-tpot-ms Y] [--api-key KEY] [--timeout SECONDS] [--extra-body JSON]
 //                    [--format json]
 //                    [--plot FILE]
 // Measures a running OpenAI-compatible server (pagoda serve, llama-server, vLLM) with streamed /v1/completions
 // requests, as vLLM's benchmark_serving does. For each concurrency value C, N prompts of S shared + I unique
-// random token ids, at most C in flight (Poisson arrivals at R req/s when given), each generating exactly O tokens
+// random token ids (the shared part one of K prefixes, drawn per prompt: several applications' system prompts
+// behind one router; --prompt-text sends them as made-up words for routers that refuse ids), at most C in flight
+// (Poisson arrivals at R req/s when given), each generating exactly O tokens
 // (ignore_eos). Reports TTFT, TPOT, ITL and end-to-end latency (mean, median, p95, p99), throughput and goodput.
 // One unmeasured request first checks that the server answers (and warms it up). --format json prints one object
 // (keys in print_json and loadgen::to_json(RunSummary)); "request_rate" is null for inf, an SLO not given is null.
@@ -41,6 +44,8 @@ struct ServeBenchOptions {
   int64_t input_len = 128;
   int64_t output_len = 64;
   int64_t shared_prefix_len = 0;
+  int64_t num_prefixes = 1;
+  bool prompt_text = false;
   int32_t vocab_size = 500;
   double request_rate = std::numeric_limits<double>::infinity();
   uint64_t seed = 0;
@@ -85,8 +90,10 @@ loadgen::ProgressFn progress_bar(int32_t concurrency) {
 std::string describe(const ServeBenchOptions& o) {
   char rate[32] = "inf";
   if (std::isfinite(o.request_rate)) std::snprintf(rate, sizeof rate, "%g", o.request_rate);
+  const std::string shared = o.num_prefixes > 1 ? " shared (one of " + std::to_string(o.num_prefixes) + ")" : " shared";
   return o.model + " at " + o.base_url + "\n" + std::to_string(o.num_prompts) + " prompts of " +
-         std::to_string(o.shared_prefix_len) + " shared + " + std::to_string(o.input_len) + " unique tokens, " +
+         std::to_string(o.shared_prefix_len) + shared + " + " + std::to_string(o.input_len) + " unique " +
+         (o.prompt_text ? "words (as text), " : "tokens, ") +
          std::to_string(o.output_len) + " output tokens each, request rate " + rate + " req/s";
 }
 
@@ -102,6 +109,8 @@ void print_json(const ServeBenchOptions& o, const std::vector<Round>& rounds) {
       {"input_len", o.input_len},
       {"output_len", o.output_len},
       {"shared_prefix_len", o.shared_prefix_len},
+      {"num_prefixes", o.num_prefixes},
+      {"prompt_text", o.prompt_text},
       {"vocab_size", o.vocab_size},
       {"request_rate", std::isfinite(o.request_rate) ? nlohmann::ordered_json(o.request_rate) : nullptr},
       {"seed", o.seed},
@@ -191,11 +200,19 @@ int run(const ServeBenchOptions& o) {
     extra = nlohmann::ordered_json::parse(o.extra_body, nullptr, /*allow_exceptions=*/false);
     if (!extra.is_object()) return fail("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'");
   }
-  const loadgen::LoadGenerator generator({*endpoint, o.model, o.api_key, o.timeout_s, extra});
+  const loadgen::LoadGenerator generator({*endpoint, o.model, o.api_key, o.timeout_s, extra, o.prompt_text});
   Rng prompt_rng(o.seed), arrival_rng(o.seed ^ kArrivalStream);
-  const auto prefix = loadgen::random_token_ids(prompt_rng, o.shared_prefix_len, o.vocab_size);
+  std::vector<std::vector<int32_t>> prefixes;  // [num_prefixes][shared_prefix_len]
+  for (int64_t k = 0; k < o.num_prefixes; ++k)
+    prefixes.push_back(loadgen::random_token_ids(prompt_rng, o.shared_prefix_len, o.vocab_size));
 
-  const auto probe = generator.send_one(loadgen::make_prompts(prompt_rng, prefix, 1, o.input_len, o.vocab_size)[0], 1);
+  // With one prefix the probe carries it (a warm-up, as before); with several it carries none, so that no prefix is
+  // cached, or placed by a router, before the measured rounds.
+  const std::vector<std::vector<int32_t>> probe_prefix =
+      o.num_prefixes == 1 ? prefixes : std::vector<std::vector<int32_t>>{};
+  const auto probe =
+      generator.send_one(loadgen::make_prompts_from_prefixes(prompt_rng, probe_prefix, 1, o.input_len, o.vocab_size)[0],
+                         1);
   if (!probe.ok()) return fail("the test request to " + o.base_url + " failed: " + *probe.error);
 
   const loadgen::Slo slo{o.slo_ttft_ms, o.slo_tpot_ms};
@@ -203,7 +220,8 @@ int run(const ServeBenchOptions& o) {
   int64_t completed = 0;
   for (int32_t c : o.concurrency) {
     // Fresh unique parts each round, so no round finds whole prompts of an earlier one in a prefix cache.
-    const auto prompts = loadgen::make_prompts(prompt_rng, prefix, o.num_prompts, o.input_len, o.vocab_size);
+    const auto prompts =
+        loadgen::make_prompts_from_prefixes(prompt_rng, prefixes, o.num_prompts, o.input_len, o.vocab_size);
     const auto arrivals = loadgen::arrival_times(arrival_rng, o.num_prompts, o.request_rate);
     const auto result = generator.run_round(c, prompts, arrivals, o.output_len, progress_bar(c));
     Round round{loadgen::summarize_run(c, result.records, result.duration_s, slo), {}, {}};
@@ -249,6 +267,12 @@ void add_bench_serve_command(CLI::App& bench, Action& action) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--shared-prefix-len", opts->shared_prefix_len, "Prompt tokens shared by every prompt (default 0)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--num-prefixes", opts->num_prefixes,
+                  "Distinct shared prefixes; each prompt starts with one drawn at random (default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  cmd->add_flag("--prompt-text", opts->prompt_text,
+                "Send prompts as text, one made-up word per id (for routers that refuse token-id prompts); "
+                "input tokens are then the server's usage.prompt_tokens");
   cmd->add_option("--vocab-size", opts->vocab_size,
                   "Token ids are drawn from [10, V) (default 500, which fits the smallest test models)")
       ->check(CLI::Range(loadgen::kMinTokenId + 1, 1 << 24));

@@ -49,6 +49,8 @@ Status CompletionStream::on_event(const std::string& data, double t_s) {
   if (const auto usage = event.find("usage"); usage != event.end() && usage->is_object()) {
     const auto n = usage->find("completion_tokens");
     if (n != usage->end() && n->is_number_integer()) usage_tokens_ = n->get<int64_t>();
+    const auto p = usage->find("prompt_tokens");
+    if (p != usage->end() && p->is_number_integer()) usage_prompt_tokens_ = p->get<int64_t>();
   }
   return Status::success();
 }
@@ -61,6 +63,7 @@ Status CompletionStream::finish(double e2e_s, RequestRecord& r) const {
   r.itl_s.clear();
   for (size_t i = 1; i < token_times_s_.size(); ++i) r.itl_s.push_back(token_times_s_[i] - token_times_s_[i - 1]);
   r.output_tokens = usage_tokens_.value_or(static_cast<int64_t>(token_times_s_.size()));
+  r.reported_prompt_tokens = usage_prompt_tokens_;
   return Status::success();
 }
 

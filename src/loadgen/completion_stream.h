@@ -40,6 +40,7 @@ class CompletionStream {
   std::vector<std::string> events_;  // scratch for parser_ output
   std::vector<double> token_times_s_;
   std::optional<int64_t> usage_tokens_;
+  std::optional<int64_t> usage_prompt_tokens_;
   bool done_ = false;
 };
 

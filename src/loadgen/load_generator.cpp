@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "loadgen/completion_stream.h"
+#include "loadgen/workload.h"
 
 namespace pagoda::loadgen {
 namespace {
@@ -46,10 +47,12 @@ std::string transport_error(httplib::Error err, const std::string& origin) {
   }
 }
 
-std::string request_body(const std::string& model, const std::vector<int32_t>& prompt, int64_t max_tokens,
-                         const nlohmann::ordered_json& extra, const nlohmann::ordered_json* per_request) {
+std::string request_body(const std::string& model, const std::vector<int32_t>& prompt, bool as_text,
+                         int64_t max_tokens, const nlohmann::ordered_json& extra,
+                         const nlohmann::ordered_json* per_request) {
   nlohmann::ordered_json body = {{"model", model},
-                                       {"prompt", prompt},
+                                       {"prompt", as_text ? nlohmann::ordered_json(token_ids_as_text(prompt))
+                                                          : nlohmann::ordered_json(prompt)},
                                        {"max_tokens", max_tokens},
                                        {"temperature", 0},
                                        {"ignore_eos", true},
@@ -114,7 +117,7 @@ RequestRecord LoadGenerator::send(httplib::Client& client, const std::vector<int
   httplib::Request req;
   req.method = "POST";
   req.path = config_.endpoint.path_prefix + "/v1/completions";
-  req.body = request_body(config_.model, prompt, max_tokens, config_.extra_body, body_fields);
+  req.body = request_body(config_.model, prompt, config_.text_prompts, max_tokens, config_.extra_body, body_fields);
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "text/event-stream");
   req.set_header("Accept-Encoding", "identity");  // a compressed stream would arrive in bursts
@@ -126,7 +129,7 @@ RequestRecord LoadGenerator::send(httplib::Client& client, const std::vector<int
   bool no_response = false;
   RequestRecord r = attempt(client, req, no_response);
   if (reused && no_response) r = attempt(client, req, no_response);
-  r.input_tokens = static_cast<int64_t>(prompt.size());
+  r.input_tokens = config_.text_prompts ? r.reported_prompt_tokens.value_or(0) : static_cast<int64_t>(prompt.size());
   return r;
 }
 

@@ -1,7 +1,8 @@
 // Drives an OpenAI-compatible server (pagoda serve, llama.cpp's llama-server, vLLM) with streamed completion
 // requests and records what each one measured.
 //
-// Every request is POST {base}/v1/completions with a token-id prompt, "stream": true, usage in the stream,
+// Every request is POST {base}/v1/completions with a token-id prompt (or its text, token_ids_as_text, for routers
+// that refuse ids), "stream": true, usage in the stream,
 // temperature 0 and ignore_eos, so its output is exactly max_tokens long on servers that honour ignore_eos.
 // A round runs its prompts with at most `concurrency` in flight: one thread per slot, each with its own HTTP
 // connection, taking the next prompt as soon as its previous one finishes and not before the prompt's arrival
@@ -41,6 +42,7 @@ struct ClientConfig {
   std::string api_key;     // sent as "Authorization: Bearer KEY" when not empty
   double timeout_s = 600;  // longest wait for the connection, or for the next bytes of a response
   nlohmann::ordered_json extra_body = nlohmann::ordered_json::object();  // fields added to (or replacing) each body's
+  bool text_prompts = false;  // send token_ids_as_text(prompt) instead of the ids
 };
 
 struct RoundResult {

@@ -9,13 +9,14 @@
 namespace pagoda::loadgen {
 
 struct RequestRecord {
-  int64_t input_tokens = 0;          // prompt length sent
+  int64_t input_tokens = 0;          // prompt length sent (text prompts: usage.prompt_tokens, else 0)
   double sent_s = 0;                 // round start -> this request sent (run_round; 0 for send_one)
   std::optional<std::string> error;  // set when the request failed; the fields below are then not measured
   double ttft_s = 0;                 // send -> first token chunk
   double e2e_s = 0;                  // send -> end of the response
   std::vector<double> itl_s;         // gaps between successive token chunks [token chunks - 1]
   int64_t output_tokens = 0;         // usage.completion_tokens, else the number of token chunks
+  std::optional<int64_t> reported_prompt_tokens;  // usage.prompt_tokens, when the stream carried it
 
   bool ok() const { return !error; }
 

@@ -1,6 +1,7 @@
 #include "loadgen/workload.h"
 
 #include <cassert>
+#include <algorithm>
 #include <cmath>
 
 namespace pagoda::loadgen {
@@ -15,13 +16,39 @@ std::vector<int32_t> random_token_ids(Rng& rng, int64_t n, int32_t vocab_size) {
 
 std::vector<std::vector<int32_t>> make_prompts(Rng& rng, const std::vector<int32_t>& prefix, int64_t num_prompts,
                                                int64_t unique_len, int32_t vocab_size) {
+  return make_prompts_from_prefixes(rng, std::vector<std::vector<int32_t>>{prefix}, num_prompts, unique_len,
+                                    vocab_size);
+}
+
+std::vector<std::vector<int32_t>> make_prompts_from_prefixes(Rng& rng,
+                                                             const std::vector<std::vector<int32_t>>& prefixes,
+                                                             int64_t num_prompts, int64_t unique_len, int32_t vocab_size) {
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(num_prompts));
   for (auto& p : prompts) {
-    p = prefix;
+    if (prefixes.size() == 1) p = prefixes[0];
+    if (prefixes.size() > 1) p = prefixes[rng.next_u64() % prefixes.size()];
     const auto tail = random_token_ids(rng, unique_len, vocab_size);
     p.insert(p.end(), tail.begin(), tail.end());
   }
   return prompts;
+}
+
+std::string token_ids_as_text(const std::vector<int32_t>& ids) {
+  static constexpr const char* kOnsets[] = {"b", "d", "f", "g", "k", "l", "m", "n",
+                                            "p", "r", "s", "t", "v", "z", "h", "j"};
+  static constexpr const char* kVowels[] = {"a", "e", "i", "o"};
+  constexpr int32_t kSyllables = 16 * 4;  // 64 syllables, 4096 two-syllable words
+  std::string text;
+  for (int32_t id : ids) {
+    const int32_t w = std::max(0, id - kMinTokenId);
+    const int32_t first = w % kSyllables, second = (w / kSyllables) % kSyllables;
+    text += ' ';
+    text += kOnsets[first % 16];
+    text += kVowels[first / 16];
+    text += kOnsets[second % 16];
+    text += kVowels[second / 16];
+  }
+  return text;
 }
 
 std::vector<double> arrival_times(Rng& rng, int64_t n, double rate) {

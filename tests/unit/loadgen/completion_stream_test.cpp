@@ -28,6 +28,7 @@ TEST(CompletionStream, TimesTokenChunksAndTakesTheCountFromUsage) {
   EXPECT_NEAR(r.itl_s[0], 0.010, 1e-12);
   EXPECT_NEAR(r.itl_s[1], 0.015, 1e-12);
   EXPECT_EQ(r.output_tokens, 4);  // usage wins over the 3 chunks seen
+  EXPECT_EQ(r.reported_prompt_tokens, 5);
   EXPECT_NEAR(*r.tpot_s(), 0.030 / 3, 1e-12);
 }
 
@@ -37,6 +38,7 @@ TEST(CompletionStream, CountsChunksWithoutUsageAndALastChunkWithText) {
   RequestRecord r;
   ASSERT_TRUE(s.finish(0.5, r).ok());
   EXPECT_EQ(r.output_tokens, 3);
+  EXPECT_FALSE(r.reported_prompt_tokens);
   EXPECT_EQ(r.itl_s.size(), 2u);
 }
 
