@@ -257,11 +257,18 @@ class AnthropicDialect final : public ChatDialect {
     return out;
   }
 
-  std::string stream_close(int64_t, int64_t completion_tokens) override {
+  std::string stream_close(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) override {
     std::string out = close_open();
+    // message_start went out before the engine looked in its cache, so the split of the input between cache reads
+    // and the rest comes here, as the API's message_delta usage allows.
+    json usage = {{"output_tokens", completion_tokens}};
+    if (cached_tokens >= 0) {
+      usage["input_tokens"] = prompt_tokens - cached_tokens;
+      usage["cache_read_input_tokens"] = cached_tokens;
+    }
     out += sse_event("message_delta", {{"type", "message_delta"},
                                        {"delta", {{"stop_reason", stop_reason()}, {"stop_sequence", stop_sequence()}}},
-                                       {"usage", {{"output_tokens", completion_tokens}}}});
+                                       {"usage", std::move(usage)}});
     out += sse_event("message_stop", {{"type", "message_stop"}});
     return out;
   }
@@ -285,7 +292,7 @@ class AnthropicDialect final : public ChatDialect {
     finish_ = c["finish_reason"].is_string() ? c["finish_reason"].get<std::string>() : "";
     stop_string_ = c.contains("stop_reason") ? c["stop_reason"] : json(nullptr);
     return message_object(content, stop_reason(), stop_sequence(), chat["usage"]["prompt_tokens"].get<int64_t>(),
-                          chat["usage"]["completion_tokens"].get<int64_t>());
+                          chat["usage"]["completion_tokens"].get<int64_t>(), cached_tokens_of(chat));
   }
 
  private:
@@ -309,8 +316,11 @@ class AnthropicDialect final : public ChatDialect {
   }
   json stop_sequence() const { return finish_ == "stop" && stop_string_.is_string() ? stop_string_ : json(nullptr); }
 
-  json message_object(json content, json stop_reason, json stop_sequence, int64_t input_tokens,
-                      int64_t output_tokens) const {
+  // Anthropic's usage counts cache reads apart: input_tokens + cache_read_input_tokens is the whole prompt.
+  // cached < 0 (not known yet: message_start) counts the whole prompt as input.
+  json message_object(json content, json stop_reason, json stop_sequence, int64_t prompt_tokens, int64_t output_tokens,
+                      int64_t cached = -1) const {
+    const int64_t cache_read = std::max<int64_t>(cached, 0);
     return {{"id", msg_id_},
             {"type", "message"},
             {"role", "assistant"},
@@ -318,8 +328,8 @@ class AnthropicDialect final : public ChatDialect {
             {"content", std::move(content)},
             {"stop_reason", std::move(stop_reason)},
             {"stop_sequence", std::move(stop_sequence)},
-            {"usage", {{"input_tokens", input_tokens}, {"output_tokens", output_tokens},
-                       {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", 0}}}};
+            {"usage", {{"input_tokens", prompt_tokens - cache_read}, {"output_tokens", output_tokens},
+                       {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", cache_read}}}};
   }
 
   DialectContext ctx_;

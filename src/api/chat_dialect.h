@@ -24,15 +24,19 @@ class ChatDialect {
   virtual std::string param_name(const std::string& chat_param) const = 0;
 
   // Streaming, as Server-Sent Events text: the events that open the stream, those one chat chunk brings, and the
-  // closing ones (after the last chunk); an error that ends the stream early. prompt_tokens: the prompt's length.
+  // closing ones (after the last chunk); an error that ends the stream early. prompt_tokens: the prompt's length;
+  // cached_tokens: those of them the engine found cached (-1: not reported).
   virtual std::string stream_open(int64_t prompt_tokens) = 0;
   virtual std::string stream_chunk(const nlohmann::json& chunk) = 0;
-  virtual std::string stream_close(int64_t prompt_tokens, int64_t completion_tokens) = 0;
+  virtual std::string stream_close(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) = 0;
   virtual std::string stream_error(const std::string& message) = 0;
 
   // Non-streaming: the whole chat response (one choice) in the API's shape.
   virtual nlohmann::json response(const nlohmann::json& chat_response) = 0;
 };
+
+// usage.prompt_tokens_details.cached_tokens of a chat response, or -1 when it has none.
+int64_t cached_tokens_of(const nlohmann::json& chat_response);
 
 // What a dialect's answers carry from the server.
 struct DialectContext {

@@ -152,6 +152,7 @@ std::vector<json> ResponseBuilder::chunks_for(const StreamEvent& ev) {
   Choice& c = choices_[ev.index];
   const bool chat = endpoint_ == ApiEndpoint::kChatCompletions;
   note_warm_start(ev);
+  note_cached_tokens(ev);
   if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError) return out;
   if (chat && tool_format != ToolCallFormat::kNone) {
     // Text is released as content only where it cannot be part of a tool call; calls go out as they form.
@@ -252,7 +253,14 @@ void ResponseBuilder::note_warm_start(const StreamEvent& ev) {
   warm_start_similarity_ = std::max(warm_start_similarity_, ev.warm_start_similarity);
 }
 
+void ResponseBuilder::note_cached_tokens(const StreamEvent& ev) {
+  if (ev.kind != StreamEvent::Kind::kToken || ev.cached_prompt_tokens < 0) return;
+  cached_prompt_tokens_ = std::max<int64_t>(cached_prompt_tokens_, 0) + ev.cached_prompt_tokens;
+}
+
 void ResponseBuilder::add_pagoda_usage(json& usage) const {
+  // OpenAI's (and vLLM's) field for prompt caching: how many prompt tokens were served from the cache.
+  if (cached_prompt_tokens_ >= 0) usage["prompt_tokens_details"] = {{"cached_tokens", cached_prompt_tokens_}};
   if (warm_start_tried_ == 0) return;
   // Whether the first token came from warm start (for several prompts: whether any did), and the nearest
   // library entry's cosine similarity.
@@ -262,6 +270,7 @@ void ResponseBuilder::add_pagoda_usage(json& usage) const {
 void ResponseBuilder::add(const StreamEvent& ev) {
   if (ev.index < 0 || ev.index >= static_cast<int32_t>(choices_.size())) return;
   note_warm_start(ev);
+  note_cached_tokens(ev);
   Choice& c = choices_[ev.index];
   if (ev.kind == StreamEvent::Kind::kToken) {
     ++completion_tokens_;

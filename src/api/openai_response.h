@@ -35,6 +35,8 @@ class ResponseBuilder {
   nlohmann::json final_response(int64_t prompt_tokens) const;
 
   int64_t completion_tokens() const { return completion_tokens_; }
+  // Prompt tokens whose K/V came from the cache (prefix cache, pinned anchor), -1 when the engine reported none.
+  int64_t cached_prompt_tokens() const { return cached_prompt_tokens_; }
   bool include_usage_null = false;  // streamed chunks carry "usage": null (stream_options.include_usage)
   // stream_options.continuous_usage_stats: every streamed chunk carries the usage so far (this prompt count).
   int64_t continuous_usage_prompt_tokens = -1;
@@ -77,6 +79,10 @@ class ResponseBuilder {
   // Warm start (only when the engine tried it): usage gains "pagoda": {"warm_start", "warm_start_similarity"}.
   void note_warm_start(const StreamEvent& event);
   void add_pagoda_usage(nlohmann::json& usage) const;
+  // usage.prompt_tokens_details.cached_tokens: the prompt tokens the engine found cached, summed over the
+  // request's prompts (-1 until a first token reports it).
+  void note_cached_tokens(const StreamEvent& event);
+  int64_t cached_prompt_tokens_ = -1;
   int64_t warm_start_tried_ = 0;
   int64_t warm_start_hits_ = 0;
   float warm_start_similarity_ = -2;  // the highest seen

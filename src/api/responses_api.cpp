@@ -294,12 +294,12 @@ class ResponsesDialect final : public ChatDialect {
     return out;
   }
 
-  std::string stream_close(int64_t prompt_tokens, int64_t completion_tokens) override {
+  std::string stream_close(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) override {
     std::string out;
     if (items_.empty()) out += open_message();  // a reply with no text still has its (empty) message
     out += close_open();
     const char* status = finish_status();
-    json r = response_object(status, incomplete_details(), usage(prompt_tokens, completion_tokens));
+    json r = response_object(status, incomplete_details(), usage(prompt_tokens, completion_tokens, cached_tokens));
     const std::string name = std::string("response.") + (std::string(status) == "completed"    ? "completed"
                                                          : std::string(status) == "incomplete" ? "incomplete"
                                                                                                : "failed");
@@ -330,7 +330,8 @@ class ResponsesDialect final : public ChatDialect {
     if (items_.empty()) items_.push_back(message_item());
     finish_ = c["finish_reason"].is_string() ? c["finish_reason"].get<std::string>() : "";
     return response_object(finish_status(), incomplete_details(),
-                           usage(chat["usage"]["prompt_tokens"].get<int64_t>(), chat["usage"]["completion_tokens"].get<int64_t>()));
+                           usage(chat["usage"]["prompt_tokens"].get<int64_t>(),
+                                 chat["usage"]["completion_tokens"].get<int64_t>(), cached_tokens_of(chat)));
   }
 
  private:
@@ -413,9 +414,10 @@ class ResponsesDialect final : public ChatDialect {
     return finish_ == "length" ? json{{"reason", "max_output_tokens"}} : json(nullptr);
   }
 
-  static json usage(int64_t prompt, int64_t completion) {
+  // cached: prompt tokens found cached (-1, not reported, reads as 0).
+  static json usage(int64_t prompt, int64_t completion, int64_t cached) {
     return {{"input_tokens", prompt},
-            {"input_tokens_details", {{"cached_tokens", 0}}},
+            {"input_tokens_details", {{"cached_tokens", std::max<int64_t>(cached, 0)}}},
             {"output_tokens", completion},
             {"output_tokens_details", {{"reasoning_tokens", 0}}},
             {"total_tokens", prompt + completion}};

@@ -554,6 +554,7 @@ void Engine::emit_token(Sequence& s, int32_t token, std::span<const float> logit
   const GenerationRequest& r = s.request->request;
   ev.index = s.index;
   ev.token = token;
+  if (s.num_generated() == 0) ev.cached_prompt_tokens = s.cached_prompt_tokens;
   if (r.logprobs >= 0) ev.logprob = token_logprobs(logits, token, r.logprobs, &ev.top_logprobs);
   if (r.return_logits) ev.logits.assign(logits.begin(), logits.end());
   s.tokens.push_back(token);

@@ -57,6 +57,9 @@ struct StreamEvent {
   std::vector<float> logits;  // raw logits behind this token, only with return_logits
   WarmStartUse warm_start = WarmStartUse::kOff;  // first token of choice 0: whether it came from warm start
   float warm_start_similarity = 0;               // with kMiss/kHit: the nearest library entry's cosine
+  // First token of a choice admitted from the waiting queue: prompt tokens whose K/V it found cached (prefix cache
+  // or a pinned anchor) instead of computing them; -1 otherwise (later tokens, forked choices).
+  int64_t cached_prompt_tokens = -1;
   // kFinished
   FinishReason finish = FinishReason::kNone;
   std::string stop_string;  // with kStop: the request's stop string that ended the choice ("" for EOS, grammar)

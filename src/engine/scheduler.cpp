@@ -116,6 +116,7 @@ SchedulerStep Scheduler::schedule() {
     if (!blocks_.can_allocate(s->tokens, *s->ns, s->prefix)) break;
     waiting_.erase(waiting_.begin());
     s->num_computed = blocks_.allocate(s->id, s->tokens, *s->ns, s->prefix, &out.copies);
+    if (s->cached_prompt_tokens < 0) s->cached_prompt_tokens = std::min(s->num_computed, s->prompt_len);
     add_running(s);
     take(s, std::min<int64_t>(s->num_pending(), budget));
   }

@@ -33,6 +33,7 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int64_t prompt_len = 0;
   int64_t num_computed = 0;  // leading tokens whose K/V are in the pool
+  int64_t cached_prompt_tokens = -1;  // at its first admission: prompt tokens found cached (-1: not admitted yet)
   int32_t priority = 0;
   uint64_t arrival = 0;         // first-come-first-served order of the request
   uint64_t admitted = 0;        // order of the latest admission; preemption picks the largest

@@ -567,7 +567,8 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
             std::string tail;
             if (state->dialect) {
               if (!state->dialect_failed)
-                tail = state->dialect->stream_close(state->prompt_tokens, state->builder->completion_tokens());
+                tail = state->dialect->stream_close(state->prompt_tokens, state->builder->completion_tokens(),
+                                                    state->builder->cached_prompt_tokens());
             } else {
               if (state->include_usage) tail += sse_data(state->builder->usage_chunk(state->prompt_tokens));
               tail += "data: [DONE]\n\n";

@@ -200,7 +200,10 @@ void KvEventsPublisher::publish(std::vector<KvCacheEvent>&& events) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    queue_.push_back(std::move(events));
+    // Stamped here, when the engine hands over the step's events (its blocks are committed), as vLLM stamps its
+    // EventBatch in the scheduler: a subscriber's receive time minus ts is the whole delay, queue included.
+    const double ts = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    queue_.push_back({ts, std::move(events)});
   }
   cv_.notify_one();
 }
@@ -209,7 +212,7 @@ void KvEventsPublisher::run() {
   std::deque<std::pair<int64_t, std::string>> buffered;  // (seq, payload), the last buffer_steps batches
   int64_t seq = 0;
   for (;;) {
-    std::vector<KvCacheEvent> batch;
+    StampedBatch batch;
     bool have = false;
     {
       std::unique_lock lock(mu_);
@@ -224,8 +227,7 @@ void KvEventsPublisher::run() {
       }
     }
     if (have) {
-      const double ts = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      std::string payload = encode_kv_event_batch(batch, ts, config_);
+      std::string payload = encode_kv_event_batch(batch.events, batch.ts, config_);
       if (sockets_) {
         try {
           sockets_->pub.send(zmq::buffer(config_.topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);

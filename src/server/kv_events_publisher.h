@@ -79,7 +79,11 @@ class KvEventsPublisher {
   std::unique_ptr<Sockets> sockets_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::vector<KvCacheEvent>> queue_;
+  struct StampedBatch {
+    double ts = 0;  // seconds since the epoch when publish() took the batch
+    std::vector<KvCacheEvent> events;
+  };
+  std::deque<StampedBatch> queue_;
   bool stop_ = false;
   std::thread thread_;
   std::atomic<int64_t> published_{0}, dropped_{0};

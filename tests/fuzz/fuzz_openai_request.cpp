@@ -90,7 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& chunk : builder.chunks_for(*e)) sse += t->dialect->stream_chunk(chunk);
       whole.add(*e);
     }
-    sse += t->dialect->stream_close(3, builder.completion_tokens());
+    sse += t->dialect->stream_close(3, builder.completion_tokens(), builder.cached_prompt_tokens());
     auto again = api == 0 ? pagoda::translate_responses_request(ordered, dctx)
                           : pagoda::translate_anthropic_request(ordered, dctx, api == 2);
     (void)pagoda::to_wire(again->dialect->response(whole.final_response(3)));

@@ -74,7 +74,12 @@ for (const [name, url] of servers) {
     const { response } = await readResponseEvents(await openai.responses.create({ model, input: 'Once upon a time',
       instructions: 'Tell a story.', max_output_tokens: 24, temperature: 0, stream: true }));
     assert.deepEqual(response.output.map((o) => o.content[0].text), [r.output_text]);
-    assert.deepEqual(response.usage, r.usage);
+    // The same counts, but for the cache: the streamed request repeats a prompt the two before it left cached.
+    const { input_tokens_details: streamedDetails, ...streamedUsage } = response.usage;
+    const { input_tokens_details: firstDetails, ...firstUsage } = r.usage;
+    assert.deepEqual(streamedUsage, firstUsage);
+    assert.ok(streamedDetails.cached_tokens > 0 && streamedDetails.cached_tokens >= firstDetails.cached_tokens,
+      JSON.stringify([r.usage, response.usage]));
   });
 
   test(`${name}: responses.create with a function tool, round trip, streamed and not`, async () => {
@@ -117,7 +122,10 @@ for (const [name, url] of servers) {
     assert.equal(streamed.stop_reason, m.stop_reason);
     assert.equal(streamed.usage.output_tokens, m.usage.output_tokens);
     const counted = await anthropic.messages.countTokens({ model, system: req.system, messages: req.messages });
-    assert.equal(counted.input_tokens, m.usage.input_tokens);
+    // countTokens counts the whole prompt; a message's usage splits it into cache reads and the rest.
+    assert.equal(counted.input_tokens, m.usage.input_tokens + m.usage.cache_read_input_tokens, JSON.stringify(m.usage));
+    assert.equal(counted.input_tokens, streamed.usage.input_tokens + streamed.usage.cache_read_input_tokens,
+      JSON.stringify(streamed.usage));
     // A stop sequence ends the reply and is named.
     const text = m.content.map((b) => b.text).join('');
     const word = text.trim().split(/\s+/)[1];
@@ -147,7 +155,12 @@ for (const [name, url] of servers) {
     const next = await anthropic.messages.create({ model, max_tokens: 16, temperature: 0, tools, messages: [
       ...req.messages, { role: 'assistant', content: m.content },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] }] });
-    assert.ok(next.usage.input_tokens > m.usage.input_tokens);
+    // Anthropic counts cache reads apart from input_tokens; the follow-up repeats the first turn, which the prefix
+    // cache holds.
+    const wholeInput = (u) => u.input_tokens + u.cache_read_input_tokens;
+    assert.ok(wholeInput(next.usage) > wholeInput(m.usage), JSON.stringify([m.usage, next.usage]));
+    assert.ok(next.usage.cache_read_input_tokens > 0, JSON.stringify(next.usage));
+    assert.equal(next.usage.cache_read_input_tokens % 16, 0, 'whole blocks of the default block size');
     assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(next.stop_reason));
   });
 }

@@ -62,6 +62,29 @@ test('streamed completion equals the non-streamed one, with usage at the end', a
   for (const c of chunks.slice(0, -1)) assert.equal(c.usage, null);
 });
 
+test('usage.prompt_tokens_details.cached_tokens counts the prompt tokens the prefix cache served', async () => {
+  // A prompt no other test sends: the first request finds nothing cached, the repeat finds every full block but
+  // the one holding the last prompt token (computed again for its logits). Default block size: 16.
+  const prompt = `Cache probe ${process.pid} ${Date.now()}: the little fox ran over the hill and into the woods.`;
+  const first = await client.completions.create({ model, prompt, max_tokens: 2, temperature: 0 });
+  assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0, JSON.stringify(first.usage));
+  const again = await client.completions.create({ model, prompt, max_tokens: 2, temperature: 0 });
+  const cached = again.usage.prompt_tokens_details.cached_tokens;
+  const n = again.usage.prompt_tokens;
+  assert.ok(n > 32, `the probe prompt is ${n} tokens`);
+  assert.equal(cached % 16, 0, JSON.stringify(again.usage));
+  assert.ok(cached > 0 && cached < n && cached >= n - 32, JSON.stringify(again.usage));
+  const chunks = await collect(await client.completions.create({
+    model, prompt, max_tokens: 2, temperature: 0, stream: true, stream_options: { include_usage: true } }));
+  assert.equal(chunks.at(-1).usage.prompt_tokens_details.cached_tokens, cached);
+  const chat = (content) => client.chat.completions.create({ model, max_tokens: 2, temperature: 0,
+    messages: [{ role: 'user', content }] });
+  const c1 = await chat(prompt + ' Chat.');
+  const c2 = await chat(prompt + ' Chat.');
+  assert.ok(c2.usage.prompt_tokens_details.cached_tokens > c1.usage.prompt_tokens_details.cached_tokens,
+    JSON.stringify([c1.usage, c2.usage]));
+});
+
 test('chat: non-streamed and streamed answers agree; the role comes first', async () => {
   const params = {
     model, max_completion_tokens: 24, temperature: 0,
