@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -142,6 +143,12 @@ void print_table(const ServeBenchOptions& o, const std::vector<Round>& rounds) {
   row("output tokens/s", [&](const auto& s) { return fixed(s.output_throughput, 1); });
   row("input tokens", [](const auto& s) { return std::to_string(s.total_input_tokens); });
   row("output tokens", [](const auto& s) { return std::to_string(s.total_output_tokens); });
+  if (std::any_of(rounds.begin(), rounds.end(), [](const Round& r) { return r.summary.cache_reported > 0; })) {
+    row("cached prompt tokens", [](const auto& s) { return std::to_string(s.total_cached_tokens); });
+    row("requests with a hit", [](const auto& s) {
+      return std::to_string(s.cache_hit_requests) + "/" + std::to_string(s.cache_reported);
+    });
+  }
   if (o.slo_ttft_ms || o.slo_tpot_ms) row("goodput (req/s)", [&](const auto& s) { return fixed(*s.goodput, 2); });
   using Field = loadgen::LatencySummary loadgen::RunSummary::*;
   const std::pair<const char*, Field> metrics[] = {{"TTFT", &loadgen::RunSummary::ttft_ms},

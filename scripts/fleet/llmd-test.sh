@@ -44,7 +44,8 @@ for i in 0 1 2; do
   HTTP[$pod]=$http
   cfg='{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:'$pub'",'
   cfg+=' "replay_endpoint": "tcp://*:'$rep'", "topic": "kv@'$pod'@'$MODEL'", "event_form": "'$EVENT_FORM'"}'
-  "$PAGODA" serve "$MODEL_FILE" --port "$http" -t 1 --block-size "$BLOCK_SIZE" --served-model-name "$MODEL" \
+  # A small pool (64 blocks of 16: about three of the test's prompts), so that the eviction check can evict.
+  "$PAGODA" serve "$MODEL_FILE" --port "$http" -t 1 --block-size "$BLOCK_SIZE" --num-blocks 64 --served-model-name "$MODEL" \
     --kv-events-config "$cfg" > "$LOGDIR/$pod.log" 2>&1 &
   PIDS+=($!)
   SUBARGS+=(-pod "$pod=tcp://127.0.0.1:$pub")
@@ -130,6 +131,25 @@ qp = render(prefix("the Aurora billing system", 12) + "Question: anything else?\
 sc = scores(qp)["scores"]
 check("first prefix still pod-b only", sc.get("pod-b", 0) > 0 and sc.get("pod-c", 0) == 0 and sc.get("pod-a", 0) == 0,
       json.dumps(sc))
+# Eviction: pod-b serves other long prompts until its small pool has evicted the first prefix; its BlockRemoved
+# events must take the prefix out of the index (the router's view goes stale for at most the event delay).
+first_q = qp
+t_evicted = None
+for i in range(6):
+    post(f"http://127.0.0.1:{H['pod-b']}/v1/completions",
+         {"model": M, "prompt": prefix(f"the Zephyr archive number {i}", 12) + "Question: why?\nAnswer:", "max_tokens": 1})
+    t_done = time.perf_counter()
+    while time.perf_counter() - t_done < 0.5:
+        if scores(first_q)["scores"].get("pod-b", 0) == 0:
+            t_evicted = (time.perf_counter() - t_done) * 1e3
+            break
+        time.sleep(0.002)
+    if t_evicted is not None:
+        break
+check("eviction reaches the index: the evicted prefix scores pod-b 0",
+      t_evicted is not None,
+      f"after {i + 1} other prompts on pod-b, {t_evicted:.1f} ms after the last returned" if t_evicted is not None
+      else "pod-b still scored after 6 other prompts")
 # An unrelated prompt scores nobody.
 sc = scores(render("Tell me a story about a dragon who collects teapots. " * 4))["scores"]
 check("unrelated prompt scores nobody", all(v == 0 for v in sc.values()), json.dumps(sc))

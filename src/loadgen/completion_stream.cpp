@@ -51,6 +51,10 @@ Status CompletionStream::on_event(const std::string& data, double t_s) {
     if (n != usage->end() && n->is_number_integer()) usage_tokens_ = n->get<int64_t>();
     const auto p = usage->find("prompt_tokens");
     if (p != usage->end() && p->is_number_integer()) usage_prompt_tokens_ = p->get<int64_t>();
+    if (const auto d = usage->find("prompt_tokens_details"); d != usage->end() && d->is_object()) {
+      const auto c = d->find("cached_tokens");
+      if (c != d->end() && c->is_number_integer()) usage_cached_tokens_ = c->get<int64_t>();
+    }
   }
   return Status::success();
 }
@@ -64,6 +68,7 @@ Status CompletionStream::finish(double e2e_s, RequestRecord& r) const {
   for (size_t i = 1; i < token_times_s_.size(); ++i) r.itl_s.push_back(token_times_s_[i] - token_times_s_[i - 1]);
   r.output_tokens = usage_tokens_.value_or(static_cast<int64_t>(token_times_s_.size()));
   r.reported_prompt_tokens = usage_prompt_tokens_;
+  r.cached_prompt_tokens = usage_cached_tokens_;
   return Status::success();
 }
 

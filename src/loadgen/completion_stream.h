@@ -41,6 +41,7 @@ class CompletionStream {
   std::vector<double> token_times_s_;
   std::optional<int64_t> usage_tokens_;
   std::optional<int64_t> usage_prompt_tokens_;
+  std::optional<int64_t> usage_cached_tokens_;
   bool done_ = false;
 };
 

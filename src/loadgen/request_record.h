@@ -17,6 +17,7 @@ struct RequestRecord {
   std::vector<double> itl_s;         // gaps between successive token chunks [token chunks - 1]
   int64_t output_tokens = 0;         // usage.completion_tokens, else the number of token chunks
   std::optional<int64_t> reported_prompt_tokens;  // usage.prompt_tokens, when the stream carried it
+  std::optional<int64_t> cached_prompt_tokens;    // usage.prompt_tokens_details.cached_tokens, when it did
 
   bool ok() const { return !error; }
 

@@ -41,6 +41,11 @@ RunSummary summarize_run(int32_t concurrency, const std::vector<RequestRecord>& 
     ++s.completed;
     s.total_input_tokens += r.input_tokens;
     s.total_output_tokens += r.output_tokens;
+    if (r.cached_prompt_tokens) {
+      ++s.cache_reported;
+      s.cache_hit_requests += *r.cached_prompt_tokens > 0;
+      s.total_cached_tokens += *r.cached_prompt_tokens;
+    }
     ttft.push_back(r.ttft_s * 1e3);
     e2e.push_back(r.e2e_s * 1e3);
     if (const auto t = r.tpot_s()) tpot.push_back(*t * 1e3);
@@ -67,6 +72,10 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
                               {"output_throughput", s.output_throughput},
                               {"total_input_tokens", s.total_input_tokens},
                               {"total_output_tokens", s.total_output_tokens},
+                              {"cache",
+                               {{"reported", s.cache_reported},
+                                {"hit_requests", s.cache_hit_requests},
+                                {"cached_tokens", s.total_cached_tokens}}},
                               {"ttft_ms", to_json(s.ttft_ms)},
                               {"tpot_ms", to_json(s.tpot_ms)},
                               {"itl_ms", to_json(s.itl_ms)},

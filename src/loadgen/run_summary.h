@@ -39,6 +39,9 @@ struct RunSummary {
   double output_throughput = 0;     // output tokens of completed requests / duration, tok/s
   int64_t total_input_tokens = 0;   // of completed requests
   int64_t total_output_tokens = 0;  // of completed requests
+  // Prompt caching as the server reported it (usage.prompt_tokens_details.cached_tokens), of completed requests:
+  // how many reported it, how many of those had any prompt token cached, and the cached tokens in all.
+  int64_t cache_reported = 0, cache_hit_requests = 0, total_cached_tokens = 0;
   LatencySummary ttft_ms, tpot_ms, itl_ms, e2e_ms;
   std::optional<double> goodput;   // completed requests meeting the SLOs per second; only when an SLO is given
   std::vector<ErrorCount> errors;  // the first kMaxErrors distinct messages, in order of first occurrence
@@ -50,7 +53,7 @@ RunSummary summarize_run(int32_t concurrency, const std::vector<RequestRecord>& 
                          const Slo& slo);
 
 // {"concurrency", "completed", "failed", "duration_s", "request_throughput", "output_throughput",
-//  "total_input_tokens", "total_output_tokens", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms" (each {"mean", "median",
+//  "total_input_tokens", "total_output_tokens", "cache" ({"reported", "hit_requests", "cached_tokens"}), "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms" (each {"mean", "median",
 //  "p95", "p99"}, null when there is no sample), "goodput" (only with an SLO), "errors" [{"message", "count"}]}
 nlohmann::ordered_json to_json(const RunSummary& s);
 

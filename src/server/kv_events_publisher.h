@@ -3,13 +3,15 @@
 //
 // ZMQ PUB, three frames per batch: topic, sequence number (8 bytes big-endian, from 0, +1 per batch), and the
 // msgpack payload [ts (float seconds), [events...], data_parallel_rank (0)]. One batch per engine step that
-// stored or dropped blocks. Events in vLLM's map form, keyed by "type":
+// stored or dropped blocks. Events in the map form, keyed by "type" (the default, as the issue names it):
 //   {"type": "BlockStored", "block_hashes": [u64...], "parent_block_hash": u64|nil, "token_ids": [...],
 //    "block_size": n, "lora_id": nil, "medium": "CPU", "lora_name": nil}
 //   {"type": "BlockRemoved", "block_hashes": [u64...], "medium": "CPU"}
 //   {"type": "AllBlocksCleared"}
-// or, with "event_form": "array", its legacy positional form: ["BlockStored", hashes, parent, tokens, block_size,
-// lora_id, medium, lora_name], ["BlockRemoved", hashes, medium], ["AllBlocksCleared"].
+// or, with "event_form": "array", the tagged positional form: ["BlockStored", hashes, parent, tokens, block_size,
+// lora_id, medium, lora_name], ["BlockRemoved", hashes, medium], ["AllBlocksCleared"]. That is what vLLM's msgspec
+// structs (array_like, tagged) put on the wire, and the only form llm-d's indexer (v0.5.0) decodes: configure it
+// for llm-d (docs/scale-out.md).
 // Replay (replay_endpoint): a ROUTER socket answers [identity, "", seq (8 bytes big-endian)] with every buffered
 // batch from seq on, as [identity, "", seq, payload], then the end marker [identity, "", -1, ""], as vLLM does;
 // the last buffer_steps batches are kept.

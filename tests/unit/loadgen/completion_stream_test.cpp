@@ -16,7 +16,10 @@ TEST(CompletionStream, TimesTokenChunksAndTakesTheCountFromUsage) {
   ASSERT_TRUE(s.feed(chunk(" upon"), 0.125).ok());
   // llama-server's closing chunk: no text, a finish_reason: not a token. OpenAI's usage chunk: no choices.
   ASSERT_TRUE(s.feed(chunk("", "\"length\""), 0.126).ok());
-  ASSERT_TRUE(s.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":4}}\n\n", 0.127).ok());
+  ASSERT_TRUE(s.feed("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":4,"
+                    "\"prompt_tokens_details\":{\"cached_tokens\":16}}}\n\n",
+                    0.127)
+                  .ok());
   EXPECT_FALSE(s.done());
   ASSERT_TRUE(s.feed("data: [DONE]\n\n", 0.128).ok());
   EXPECT_TRUE(s.done());
@@ -29,6 +32,7 @@ TEST(CompletionStream, TimesTokenChunksAndTakesTheCountFromUsage) {
   EXPECT_NEAR(r.itl_s[1], 0.015, 1e-12);
   EXPECT_EQ(r.output_tokens, 4);  // usage wins over the 3 chunks seen
   EXPECT_EQ(r.reported_prompt_tokens, 5);
+  EXPECT_EQ(r.cached_prompt_tokens, 16);
   EXPECT_NEAR(*r.tpot_s(), 0.030 / 3, 1e-12);
 }
 
@@ -39,6 +43,7 @@ TEST(CompletionStream, CountsChunksWithoutUsageAndALastChunkWithText) {
   ASSERT_TRUE(s.finish(0.5, r).ok());
   EXPECT_EQ(r.output_tokens, 3);
   EXPECT_FALSE(r.reported_prompt_tokens);
+  EXPECT_FALSE(r.cached_prompt_tokens);
   EXPECT_EQ(r.itl_s.size(), 2u);
 }
 

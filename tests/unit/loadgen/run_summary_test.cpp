@@ -72,13 +72,29 @@ TEST(RunSummary, KeepsTheFirstDistinctErrors) {
   EXPECT_EQ(s.ttft_ms.count, 0u);
 }
 
+TEST(RunSummary, CountsWhatTheServerReportedOfItsPromptCache) {
+  auto records = sample();
+  records[0].cached_prompt_tokens = 0;   // reported, a miss
+  records[1].cached_prompt_tokens = 32;  // a hit
+  records[2].cached_prompt_tokens = 16;  // a hit
+  records[4].cached_prompt_tokens = 48;  // failed: not counted
+  const RunSummary s = summarize_run(1, records, 1.0, Slo{});
+  EXPECT_EQ(s.cache_reported, 3);
+  EXPECT_EQ(s.cache_hit_requests, 2);
+  EXPECT_EQ(s.total_cached_tokens, 48);
+  const auto j = to_json(s);
+  EXPECT_EQ(j["cache"]["reported"], 3);
+  EXPECT_EQ(j["cache"]["hit_requests"], 2);
+  EXPECT_EQ(j["cache"]["cached_tokens"], 48);
+}
+
 TEST(RunSummary, JsonHasEveryKeyAndNullForEmptySamples) {
   auto j = to_json(summarize_run(2, {failed("boom")}, 1.0, Slo{100.0, std::nullopt}));
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"concurrency", "completed", "failed", "duration_s", "request_throughput",
-                                            "output_throughput", "total_input_tokens", "total_output_tokens", "ttft_ms",
-                                            "tpot_ms", "itl_ms", "e2e_ms", "goodput", "errors"}));
+                                            "output_throughput", "total_input_tokens", "total_output_tokens", "cache",
+                                            "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "goodput", "errors"}));
   EXPECT_TRUE(j["ttft_ms"].is_null());
   EXPECT_EQ(j["errors"][0]["message"], "boom");
   auto with_data = to_json(summarize_run(2, sample(), 1.0, Slo{}));
