@@ -1,7 +1,8 @@
 // pagoda serve MODEL.gguf [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-keys-file FILE]
 //                         [--served-model-name NAME] [--max-queue N] [--metrics-vllm-names] [--kv-events-config JSON]
 //                         [--chat-template NAME | --chat-template-file F] [--chat-template-kwargs JSON]
-//                         [--shutdown-timeout S] [engine flags]
+//                         [--shutdown-timeout S] [--request-head-timeout S] [--request-body-timeout S]
+//                         [--idle-connection-timeout S] [--max-connections N] [engine flags]
 //                         [--anchor-trust-root ROOT.json [--anchor-state-dir DIR] [--anchor FILE]...
 //                          [--admin-api-key KEY] [--anchor-max-tokens N] [--anchor-max-pinned-frac F]]
 // The OpenAI-compatible server. It binds its port first and answers /health with 503 while the model loads.
@@ -37,6 +38,12 @@ struct ServeOptions {
   std::string api_keys_file;
   std::string served_model_name;
   int32_t max_queue = 256;
+  // Slow clients (server/connection_front.h): deadlines for a request's head and body, and the connections that
+  // may wait for a whole request at once.
+  double request_head_timeout_s = 10;
+  double request_body_timeout_s = 30;
+  double idle_connection_timeout_s = 60;
+  int32_t max_connections = 4096;
   ChatTemplateFlags chat_template;
   double shutdown_timeout_s = 30;
   EngineFlags engine;
@@ -90,6 +97,11 @@ int run_serve(const ServeOptions& o) {
   if (o.anchor_trust_root.empty() && (!o.anchor_files.empty() || !o.anchor_state_dir.empty()))
     return fail("--anchor and --anchor-state-dir need --anchor-trust-root");
   sc.http_threads = std::clamp(o.engine.max_num_seqs + o.max_queue + 16, 64, 1024);
+  sc.max_connections = static_cast<size_t>(o.max_connections);
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  sc.head_timeout = ms(o.request_head_timeout_s);
+  sc.body_timeout = ms(o.request_body_timeout_s);
+  sc.idle_timeout = ms(o.idle_connection_timeout_s);
   auto config = engine_config(o.engine, o.model_path);
   if (!config.ok()) return fail(config.error().message);
   config->prefault_kv = true;
@@ -208,6 +220,19 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-queue", opts->max_queue,
                   "Requests that may wait beyond --max-num-seqs running ones; more get 429 (default 256)")
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--request-head-timeout", opts->request_head_timeout_s,
+                  "Seconds a request's head may take to arrive, from its first byte; then 408 (default 10)")
+      ->check(finite_range(0.001, 3600));
+  cmd->add_option("--request-body-timeout", opts->request_body_timeout_s,
+                  "Seconds a request's body may take to arrive, after its head; then 408 (default 30)")
+      ->check(finite_range(0.001, 3600));
+  cmd->add_option("--idle-connection-timeout", opts->idle_connection_timeout_s,
+                  "Seconds a kept-alive connection may wait for its next request (default 60)")
+      ->check(finite_range(0.001, 86400));
+  cmd->add_option("--max-connections", opts->max_connections,
+                  "Connections that may wait for a whole request at once; beyond, the longest waiting is closed "
+                  "(default 4096)")
+      ->check(CLI::Range(16, 1 << 20));
   cmd->add_option("--kv-events-config", opts->kv_events_config,
                   "KV-cache events for routers, vLLM's KVEventsConfig as JSON: {\"enable_kv_cache_events\": true, "
                   "\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\", \"replay_endpoint\", \"buffer_steps\", "

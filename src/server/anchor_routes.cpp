@@ -9,6 +9,7 @@
 
 #include "api/openai_response.h"
 #include "server/http_errors.h"
+#include "server/prebuffered_socket_stream.h"
 #include "server/http_server.h"
 
 namespace pagoda {

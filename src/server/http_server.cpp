@@ -14,6 +14,7 @@
 #include "api/responses_api.h"
 #include "server/connection_probe.h"
 #include "server/http_errors.h"
+#include "server/prebuffered_socket_stream.h"
 #include "util/json_depth.h"
 
 namespace pagoda {
@@ -121,24 +122,10 @@ HttpServer::HttpServer(ServerConfig config) : config_(std::move(config)) {
 HttpServer::~HttpServer() { stop(); }
 
 Status HttpServer::start() {
-  http_ = std::make_unique<httplib::Server>();
-  const size_t threads = static_cast<size_t>(std::max(config_.http_threads, 8));
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // httplib routes and answers; connections are accepted and requests read by the connection front, which hands
+  // a worker a connection only with a whole request in memory (server/connection_front.h).
+  http_ = std::make_unique<FramedHttpServer>();
   http_->set_payload_max_length(config_.max_body_bytes);
-  http_->set_write_timeout(config_.write_timeout_s, 0);
-  http_->set_read_timeout(30, 0);
-  // Tokens are small writes: without TCP_NODELAY, Nagle's algorithm holds each one back until the client's
-  // delayed ACK (about 40 ms on Linux) on a kept-alive connection.
-  http_->set_tcp_nodelay(true);
-  // The accept loop polls (instead of blocking in accept), so that stop_accepting() can swap its socket.
-  http_->set_idle_interval(0, 100000);
-  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and silently take
-  // half the connections; SO_REUSEADDR alone still allows a quick restart.
-  http_->set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd_ = sock;  // the listening socket, for the backlog below
-  });
 
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (!ready_.load()) return send_error(res, 503, "the model is loading");
@@ -197,21 +184,54 @@ Status HttpServer::start() {
     send_error(res, 500, what);
   });
 
-  if (config_.port == 0) {
-    port_ = http_->bind_to_any_port(config_.host);
-    if (port_ < 0) return make_error("cannot listen on " + config_.host + " (any port)");
-  } else {
-    if (!http_->bind_to_port(config_.host, config_.port))
-      return make_error("cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
-                        " (address in use, or not an address of this machine)");
-    port_ = config_.port;
-  }
-  // httplib listens with a backlog of 5: a burst of new connections (64 clients starting at once) overflows it,
-  // and connections set up through SYN cookies then fail. listen() again on the bound socket raises the backlog.
-  if (listen_fd_ >= 0 && ::listen(listen_fd_, SOMAXCONN) != 0)
-    return make_error("cannot raise the listen backlog on " + config_.host);
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  // httplib streams a chunked response only while its server "is running", which only its own accept loop sets.
+  // So that loop runs, on a listening socket nobody can reach: bound to a loopback port, whose descriptor is then
+  // replaced (dup2) by a listening Unix socket with an anonymous (autobound) name; every real connection comes
+  // through the front.
+  http_->new_task_queue = [] { return new httplib::ThreadPool(1); };
+  http_->set_socket_options([this](socket_t sock) { idle_listener_fd_ = sock; });
+  if (http_->bind_to_any_port("127.0.0.1") < 0 || idle_listener_fd_ < 0)
+    return make_error("cannot start the HTTP library's accept loop (no loopback port)");
+  const int placeholder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un unix_addr{};
+  unix_addr.sun_family = AF_UNIX;
+  const bool replaced = placeholder >= 0 &&
+                        ::bind(placeholder, reinterpret_cast<sockaddr*>(&unix_addr), sizeof(sa_family_t)) == 0 &&
+                        ::listen(placeholder, 1) == 0 && ::dup2(placeholder, idle_listener_fd_) >= 0;
+  if (placeholder >= 0) ::close(placeholder);
+  if (!replaced) return make_error("cannot start the HTTP library's accept loop (placeholder socket)");
+  library_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  workers_ = std::make_unique<httplib::ThreadPool>(static_cast<size_t>(std::max(config_.http_threads, 8)));
+  FrontConfig front;
+  front.max_connections = config_.max_connections;
+  front.head_timeout = config_.head_timeout;
+  front.body_timeout = config_.body_timeout;
+  front.idle_timeout = config_.idle_timeout;
+  front.limits.max_body_bytes = config_.max_body_bytes;
+  front_ = std::make_unique<ConnectionFront>(front, [this](int fd, std::string bytes, size_t size, bool cont) {
+    // std::function needs a copyable callable: the bytes move into a shared buffer the task owns.
+    auto buffer = std::make_shared<std::string>(std::move(bytes));
+    workers_->enqueue([this, fd, buffer, size, cont] { serve_connection(fd, std::move(*buffer), size, cont); });
+  });
+  if (Status s = front_->start(config_.host, config_.port); !s.ok()) return s;
+  port_ = front_->port();
   return Status::success();
+}
+
+void HttpServer::serve_connection(int fd, std::string bytes, size_t request_size, bool continue_sent) {
+  PrebufferedSocketStream stream(fd, std::move(bytes), std::chrono::seconds(config_.write_timeout_s), continue_sent);
+  bool connection_closed = false;
+  const bool close_after = draining_.load();
+  const bool ok = http_->serve(stream, close_after, connection_closed);
+  // The connection goes on only when the library read exactly the request the front framed (any disagreement
+  // about where a request ends closes it) and the answer went out whole.
+  if (!ok || connection_closed || close_after || stream.write_failed() || stream.consumed() != request_size) {
+    ::close(fd);
+    return;
+  }
+  front_->resume(fd, stream.unconsumed());
 }
 
 void HttpServer::set_ready(const ServingContext& ctx) {
@@ -222,27 +242,11 @@ void HttpServer::set_ready(const ServingContext& ctx) {
   ready_.store(true, std::memory_order_release);
 }
 
+// New connections are refused (the front closes its listener); connections already open get 503 for new
+// requests, and requests in flight go on.
 void HttpServer::begin_drain() {
   draining_.store(true);
-  stop_accepting();
-}
-
-// httplib has no call that closes the listener but lets the connections it has finish (stop() also ends the
-// streams in flight). So the listening descriptor is replaced, atomically by dup2, with a listening Unix socket
-// under an anonymous (autobound) name that nobody can connect to: the TCP listener is closed, new connections
-// are refused by the kernel, httplib's accept loop keeps polling a socket that never becomes readable, and its
-// stop() later shuts that socket down as usual. Keep-alive connections already open get 503 for new requests.
-void HttpServer::stop_accepting() {
-  if (listen_fd_ < 0 || accept_stopped_.exchange(true)) return;
-  const int placeholder = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (placeholder < 0) return;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  // Binding with only the family autobinds an abstract name, so no file is left behind.
-  if (::bind(placeholder, reinterpret_cast<sockaddr*>(&addr), sizeof(sa_family_t)) == 0 &&
-      ::listen(placeholder, 1) == 0)
-    ::dup2(placeholder, listen_fd_);
-  ::close(placeholder);
+  if (front_) front_->stop_accepting();
 }
 
 bool HttpServer::wait_idle(std::chrono::steady_clock::time_point deadline) {
@@ -259,8 +263,12 @@ void HttpServer::cancel_all() {
 }
 
 void HttpServer::stop() {
+  if (front_) front_->stop();
+  if (workers_) workers_->shutdown();  // waits for the requests in flight (cancel_all ends them sooner)
+  workers_.reset();
+  front_.reset();
   if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (library_thread_.joinable()) library_thread_.join();
 }
 
 void HttpServer::track(const std::shared_ptr<RequestStream>& s) {
@@ -368,6 +376,26 @@ void HttpServer::handle_metrics(httplib::Response& res) const {
             "queue was full.\n# TYPE pagoda:kv_events_dropped_batches_total counter\n"
             "pagoda:kv_events_dropped_batches_total{" + model + "} " +
             std::to_string(config_.kv_events->dropped_batches()) + "\n";
+  }
+  if (front_) {
+    const FrontStats& f = front_->stats();
+    const std::string model = "model_name=\"" + config_.served_model_name + "\"";
+    auto family = [&](const char* name, const char* type, const char* help, int64_t value) {
+      text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + "{" +
+              model + "} " + std::to_string(value) + "\n";
+    };
+    family("pagoda:http_connections_waiting", "gauge",
+           "Connections waiting for a whole request (reading, idle between requests, or closing); no thread each.",
+           f.waiting.load(std::memory_order_relaxed));
+    family("pagoda:http_connections_timed_out_total", "counter",
+           "Connections closed because a request's head or body, or the next request, did not arrive in time.",
+           f.timed_out.load(std::memory_order_relaxed));
+    family("pagoda:http_connections_evicted_total", "counter",
+           "Connections closed to make room for new ones (--max-connections), the longest waiting first.",
+           f.evicted.load(std::memory_order_relaxed));
+    family("pagoda:http_requests_refused_total", "counter",
+           "Requests answered 400, 413 or 431 before any handler: malformed framing, or over the size limits.",
+           f.refused_requests.load(std::memory_order_relaxed));
   }
   if (ready_.load(std::memory_order_acquire) && ctx_.anchors) text += ctx_.anchors->render_metrics(config_.served_model_name);
   res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");

@@ -1,4 +1,5 @@
-// The OpenAI-compatible HTTP front end of an Engine (cpp-httplib, one thread per connection).
+// The OpenAI-compatible HTTP front end of an Engine: an event-driven connection front reads requests
+// (server/connection_front.h), worker threads serve them through cpp-httplib's routing.
 //   POST /v1/completions, POST /v1/chat/completions   JSON or Server-Sent Events (stream: true)
 //   POST /v1/responses                                OpenAI's Responses API (api/responses_api.h)
 //   POST /v1/messages, POST /v1/messages/count_tokens Anthropic's Messages API (api/anthropic_messages.h), with its
@@ -10,7 +11,7 @@
 // only appends to streams. A streaming handler writes each event as it comes and an SSE comment line when idle
 // for a heartbeat, so a client that went away is noticed by a failed write and its request cancelled (its KV
 // blocks are freed by the next engine step). A slow reader blocks only its own handler thread, and is dropped
-// (request cancelled) once a write times out.
+// (request cancelled) once a write times out. A slow sender holds no thread at all (docs/server.md, "Slow clients").
 #pragma once
 
 #include <atomic>
@@ -27,17 +28,20 @@
 #include "model/model.h"
 #include "server/anchor_service.h"
 #include "server/api_keys.h"
+#include "server/connection_front.h"
 #include "server/kv_events_publisher.h"
 #include "server/metrics.h"
 #include "util/result.h"
 
 namespace httplib {
-class Server;
+class ThreadPool;
 struct Request;
 struct Response;
 }  // namespace httplib
 
 namespace pagoda {
+
+class FramedHttpServer;
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
@@ -48,7 +52,11 @@ struct ServerConfig {
   size_t max_body_bytes = size_t{4} << 20;
   std::chrono::milliseconds heartbeat{500};  // idle streams send an SSE comment this often
   int write_timeout_s = 10;                  // a client that accepts no bytes for this long is dropped
-  int http_threads = 64;                     // connection threads (each in-flight request holds one)
+  int http_threads = 64;                     // worker threads (each request being served holds one)
+  size_t max_connections = 4096;             // connections waiting for a whole request, at most (connection_front.h)
+  std::chrono::milliseconds head_timeout{10000};  // a request's head must arrive within this of its first byte
+  std::chrono::milliseconds body_timeout{30000};  // and its body within this of its head
+  std::chrono::milliseconds idle_timeout{60000};  // a kept-alive connection waits this long for its next request
   std::string admin_api_key;  // guards the anchor endpoints; empty: they answer 404
   bool metrics_vllm_names = false;  // /metrics also exports the router gauges under vLLM's names
   const KvEventsPublisher* kv_events = nullptr;  // its counters go to /metrics; nullptr: no events
@@ -83,8 +91,9 @@ class HttpServer {
   bool wait_idle(std::chrono::steady_clock::time_point deadline);
   // Step 3 (after a missed deadline): cancels every request in flight; their streams end with "abort".
   void cancel_all();
-  // Step 4: closes the listening socket and joins the server thread.
+  // Step 4: closes every connection still waiting and joins the threads.
   void stop();
+  const FrontStats& connection_stats() const { return front_->stats(); }
 
   int64_t in_flight() const { return in_flight_.load(); }
   const ServerMetrics& metrics() const { return metrics_; }
@@ -105,17 +114,19 @@ class HttpServer {
   void track(const std::shared_ptr<RequestStream>& s);
   void untrack(const std::shared_ptr<RequestStream>& s);
   std::string next_request_id(bool chat);
-  void stop_accepting();
+  // A worker serves the whole request at the start of `bytes` on fd, then closes fd or gives it back to the front.
+  void serve_connection(int fd, std::string bytes, size_t request_size, bool continue_sent);
 
   ServerConfig config_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<FramedHttpServer> http_;
+  std::unique_ptr<httplib::ThreadPool> workers_;
+  std::unique_ptr<ConnectionFront> front_;
+  std::thread library_thread_;  // httplib's own accept loop, on a socket nobody can reach (see start())
+  int idle_listener_fd_ = -1;
   int port_ = 0;
-  int listen_fd_ = -1;
   ServingContext ctx_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
-  std::atomic<bool> accept_stopped_{false};
   std::atomic<int64_t> in_flight_{0};
   std::atomic<uint64_t> request_counter_{0};
   ServerMetrics metrics_;

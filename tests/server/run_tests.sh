@@ -47,6 +47,8 @@ echo "== chat templates"
 node --test --test-reporter=spec chat_template.test.mjs
 echo "== verified anchors"
 node --test --test-reporter=spec anchors.test.mjs
+echo "== slow and silent clients (more than the server's threads)"
+node --test --test-reporter=spec slow_clients.test.mjs
 
 kill -TERM "$pid"
 wait "$pid"
