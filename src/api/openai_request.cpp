@@ -131,8 +131,26 @@ Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t de
                                               std::to_string(limits.max_model_len) + " tokens, but the prompt has " +
                                               std::to_string(prompt_len) +
                                               " tokens, which leaves no room for a completion");
+  const std::string pool = limits.kv_pool_tokens > 0
+                               ? std::to_string(limits.kv_pool_tokens) + " tokens (" +
+                                     std::to_string(limits.kv_pool_blocks) + " blocks of " +
+                                     std::to_string(limits.kv_block_size) + ")"
+                               : std::string();
+  if (limits.kv_pool_tokens > 0 && prompt_len + 1 > limits.kv_pool_tokens)
+    return make_field_error(prompt_param, "the prompt has " + std::to_string(prompt_len) +
+                                              " tokens; the server's KV pool holds " + pool +
+                                              ", so it can never run (the server needs a larger --num-blocks or "
+                                              "--kv-cache-mem)");
   const bool explicit_max = present(body, "max_tokens") || present(body, "max_completion_tokens");
   if (!explicit_max) out.gen.max_tokens = default_max > 0 ? default_max : limits.max_model_len - prompt_len;
+  if (explicit_max && limits.kv_pool_tokens > 0 && prompt_len + out.gen.max_tokens > limits.kv_pool_tokens) {
+    const char* param = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    return make_field_error(param, "the prompt (" + std::to_string(prompt_len) + " tokens) plus " + param + " (" +
+                                       std::to_string(out.gen.max_tokens) + ") needs " +
+                                       std::to_string(prompt_len + out.gen.max_tokens) +
+                                       " tokens of KV cache; the server's KV pool holds " + pool + ". Reduce '" +
+                                       param + "' or the prompt.");
+  }
   if (prompt_len + out.gen.max_tokens > limits.max_model_len) {
     const char* param = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     return make_field_error(param, "This model's maximum context length is " + std::to_string(limits.max_model_len) +

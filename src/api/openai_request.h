@@ -44,6 +44,11 @@ struct ApiLimits {
   // With an anchor: its token count. The prompts then lose their BOS (the anchor's tokens come first and carry
   // it) and the context check counts anchor + prompt + max_tokens.
   int64_t anchor_tokens = -1;
+  // The KV pool's size in tokens (blocks x block size; 0: not checked): a prompt, and a prompt plus an explicit
+  // max_tokens, that the whole pool could not hold are refused at admission, naming the pool, instead of failing or
+  // stopping short later.
+  int64_t kv_pool_tokens = 0;
+  int64_t kv_pool_blocks = 0, kv_block_size = 0;  // for the message
 };
 
 // The "anchor" field of a body, if any (the server resolves it before parsing the rest with its token count).

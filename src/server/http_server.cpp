@@ -460,6 +460,13 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
   }
   // count_tokens counts whatever the length (the context limit is the generation's concern).
   if (api == Api::kMessagesCountTokens) limits.max_model_len = int64_t{1} << 40;
+  // Generation must fit the KV pool: refused now, naming the pool, rather than failing mid-stream or stopping short.
+  if (api != Api::kMessagesCountTokens && api != Api::kCompletionsRender && api != Api::kChatRender) {
+    const KvPoolShape& shape = ctx_.engine->pool_shape();
+    limits.kv_pool_blocks = shape.num_blocks;
+    limits.kv_block_size = shape.block_size;
+    limits.kv_pool_tokens = static_cast<int64_t>(shape.num_blocks) * shape.block_size;
+  }
   auto parsed = chat ? parse_chat_request(body, tokenizer, limits, &ordered_body)
                      : parse_completion_request(body, tokenizer, limits, &ordered_body);
   if (!parsed.ok()) {

@@ -234,3 +234,34 @@ test('SIGINT past the deadline aborts the streams in flight, which still end cle
   const { code } = await s.exited;
   assert.equal(code, 0, s.log());
 });
+
+test('a request the KV pool can never hold is a 400 naming the pool, streamed or not', async () => {
+  const server = await startServer(['--num-blocks', '8']);  // 8 blocks of 16: 128 tokens
+  try {
+    const post = (body) => fetch(`${server.url}/v1/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const long = 'a '.repeat(150);
+    for (const stream of [false, true]) {
+      const r = await post({ prompt: long, max_tokens: 4, stream });
+      assert.equal(r.status, 400);
+      const e = (await r.json()).error;
+      assert.equal(e.param, 'prompt');
+      assert.match(e.message, /KV pool holds 128 tokens \(8 blocks of 16\)/);
+      // A prompt that fits, but not with the max_tokens asked for.
+      const r2 = await post({ prompt: 'a '.repeat(40), max_tokens: 200, stream });
+      assert.equal(r2.status, 400);
+      const e2 = (await r2.json()).error;
+      assert.equal(e2.param, 'max_tokens');
+      assert.match(e2.message, /plus max_tokens \(200\) needs \d+ tokens of KV cache; the server's KV pool holds 128/);
+    }
+    // Without max_tokens the request runs and stops where the pool ends, as "length".
+    const r3 = await post({ prompt: 'a '.repeat(40), ignore_eos: true });
+    assert.equal(r3.status, 200);
+    const j = await r3.json();
+    assert.equal(j.choices[0].finish_reason, 'length');
+    assert.ok(j.usage.total_tokens <= 129, JSON.stringify(j.usage));
+  } finally {
+    server.proc.kill('SIGTERM');
+    await server.exited;
+  }
+});

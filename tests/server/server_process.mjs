@@ -2,8 +2,9 @@
 import { spawn } from 'node:child_process';
 
 export async function startServer(extraArgs = []) {
-  const args = ['serve', process.env.PAGODA_MODEL_PATH, '--port', '0', '-t', '2', '--kv-cache-mem', '64MiB',
-    ...extraArgs];
+  // A pool size given in blocks replaces the default one given in memory.
+  const pool = extraArgs.includes('--num-blocks') ? [] : ['--kv-cache-mem', '64MiB'];
+  const args = ['serve', process.env.PAGODA_MODEL_PATH, '--port', '0', '-t', '2', ...pool, ...extraArgs];
   const proc = spawn(process.env.PAGODA_BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
