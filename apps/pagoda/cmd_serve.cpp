@@ -73,6 +73,9 @@ void start_signal_waiter(sigset_t set) {
 
 int run_serve(const ServeOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not a dead server
+  // A file-size limit (RLIMIT_FSIZE) reached while saving anchor state is a failed write (EFBIG) that the admin call
+  // reports, not a dead server.
+  std::signal(SIGXFSZ, SIG_IGN);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

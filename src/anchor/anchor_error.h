@@ -19,5 +19,6 @@ inline constexpr const char* kNotYetValid = "not_yet_valid";
 inline constexpr const char* kRollback = "rollback";                  // older than a version already seen
 inline constexpr const char* kLineageConflict = "lineage_conflict";   // same lineage version, other digest
 inline constexpr const char* kRevoked = "revoked";
+inline constexpr const char* kStateWriteFailed = "state_write_failed";  // the state folder refused a write (full disk)
 
 }  // namespace pagoda::anchor_codes

@@ -158,6 +158,16 @@ Status AnchorRegistry::load_state() {
   return Status::success();
 }
 
+namespace {
+// A failed write to the state folder (a full disk, a file-size limit, an I/O error): coded, so that the admin API
+// answers it as the server's failure, not the request's; the change it was saving is not made.
+Status saved(Status st) {
+  if (st.ok()) return st;
+  return make_coded_error(anchor_codes::kStateWriteFailed,
+                          "the anchor state could not be saved, so nothing changed: " + st.error().message);
+}
+}  // namespace
+
 Status AnchorRegistry::persist_locked() const {
   if (config_.read_only) return make_error("anchor state '" + config_.state_dir + "' is open read-only");
   if (config_.state_dir.empty()) return Status::success();
@@ -173,7 +183,7 @@ Status AnchorRegistry::persist_locked() const {
                        {{"digests", revoked_digests_}, {"lineages", revoked_lineages_}, {"keyids", revoked_keyids_}}},
                       {"lineages", lineages},
                       {"anchors", anchors}};
-  return write_file_atomically(config_.state_dir + "/state.json", state.dump(1));
+  return saved(write_file_atomically(config_.state_dir + "/state.json", state.dump(1)));
 }
 
 Status AnchorRegistry::check_registrable_locked(const VerifiedAnchor& v) const {
@@ -233,7 +243,8 @@ Result<AnchorRecord> AnchorRegistry::register_anchor(std::string_view envelope_j
   if (!checked.ok() || known) return checked;
   AnchorRecord rec = std::move(*checked);
   if (!config_.state_dir.empty())
-    if (Status st = write_file_atomically(envelope_path(rec.digest), envelope_json); !st.ok()) return st.error();
+    if (Status st = saved(write_file_atomically(envelope_path(rec.digest), envelope_json)); !st.ok())
+      return st.error();
   const LineageMark previous = lineages_[rec.payload.lineage];
   lineages_[rec.payload.lineage] = LineageMark{rec.payload.version, rec.digest};
   anchors_[rec.digest] = rec;

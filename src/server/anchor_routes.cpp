@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "anchor/anchor_error.h"
 #include "api/openai_response.h"
 #include "server/http_errors.h"
 #include "server/prebuffered_socket_stream.h"
@@ -38,6 +39,7 @@ json record_json(const AnchorRecord& r) {
 int status_for(const Error& e) {
   if (e.code == "anchor_not_found") return 404;
   if (e.code == "anchor_pool_full" || e.code == "anchor_not_active") return 409;
+  if (e.code == anchor_codes::kStateWriteFailed) return 500;
   return 400;
 }
 

@@ -7,7 +7,7 @@
 // Env: PAGODA_BINARY, PAGODA_MODEL_PATH.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -51,19 +51,27 @@ async function readStream(url, maxTokens) {
   }
 }
 
+// Keys, a trust root and ANCHORS signed anchors in `dir`, made once.
+let made = null;
+function keysAndAnchors() {
+  if (made) return made;
+  for (const k of ['root', 'signer', 'revoker']) cli('keygen', '-o', f(k));
+  cli('root', '--role', `root=${f('root.pub')}`, '--role', `anchor=${f('signer.pub')}`, '--role',
+    `revocation=${f('revoker.pub')}`, '--version', '1', '--expires', '+30d', '-o', f('root.json'));
+  made = [];
+  for (let i = 0; i < ANCHORS; ++i) {
+    const file = f(`a${i}.json`);
+    const digest = cli('sign', '--key', f('signer.key'), '--model', modelPath, '--lineage', `l${i}`, '--version', '1',
+      '--kind', 'persona', '--scope', '*', '--text', `Fact ${i}: the cat is called Tom ${i}.`, '--expires', '+7d',
+      '-o', file).split('\n').pop();
+    made.push({ digest, file });
+  }
+  return made;
+}
+
 test(`kill -9 at random points, ${RUNS} runs: anchor state stays consistent, no stream looks complete when cut`,
   { timeout: 600000 }, async () => {
-    for (const k of ['root', 'signer', 'revoker']) cli('keygen', '-o', f(k));
-    cli('root', '--role', `root=${f('root.pub')}`, '--role', `anchor=${f('signer.pub')}`, '--role',
-      `revocation=${f('revoker.pub')}`, '--version', '1', '--expires', '+30d', '-o', f('root.json'));
-    const anchors = [];
-    for (let i = 0; i < ANCHORS; ++i) {
-      const file = f(`a${i}.json`);
-      const digest = cli('sign', '--key', f('signer.key'), '--model', modelPath, '--lineage', `l${i}`, '--version', '1',
-        '--kind', 'persona', '--scope', '*', '--text', `Fact ${i}: the cat is called Tom ${i}.`, '--expires', '+7d',
-        '-o', file).split('\n').pop();
-      anchors.push({ digest, file });
-    }
+    const anchors = keysAndAnchors();
     const args = ['--anchor-trust-root', f('root.json'), '--anchor-state-dir', f('state'), '--admin-api-key', 'adm'];
     // What each anchor's state may be: a set (one state when certain; two when an operation on it was in flight
     // at the kill). Absent: never registered (or maybe, when its registration was in flight).
@@ -157,3 +165,63 @@ test(`kill -9 at random points, ${RUNS} runs: anchor state stays consistent, no 
     console.log(`# ${RUNS} kills: ${acked} acknowledged operations kept, ${inFlightAtKill} in flight at a kill; ` +
       `streams ${JSON.stringify(streamOutcomes)}; revocation statements ${revocationVersion}`);
   });
+
+// pagoda serve under a file-size limit (prlimit --fsize: writes past it fail with EFBIG, as on a full disk).
+async function startLimited(fsize, args) {
+  const proc = spawn('prlimit', [`--fsize=${fsize}`, '--', bin, 'serve', modelPath, '--port', '0', '-t', '1',
+    '--kv-cache-mem', '64MiB', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 20000);
+    proc.stderr.on('data', (d) => {
+      log += d.toString();
+      const m = /serving '.*' on (http:\/\/[0-9.]+:\d+)/.exec(log);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    proc.on('exit', () => { clearTimeout(timer); reject(new Error(`server exited:\n${log}`)); });
+  });
+  return { proc, url, exited };
+}
+
+test('a full disk under --anchor-state-dir: a clear error to the admin call, the previous state intact', async () => {
+  const anchors = keysAndAnchors();
+  const state = f('state-full');
+  const args = ['--anchor-trust-root', f('root.json'), '--anchor-state-dir', state, '--admin-api-key', 'adm'];
+  // state.json starts near 1 KiB and grows by about 200 bytes per anchor: 3 KiB fills up within the 12.
+  const s = await startLimited(3072, args);
+  const accepted = [];
+  let failure = null;
+  try {
+    for (const a of anchors) {
+      const r = await admin(s.url, 'POST', '/v1/anchors', fs.readFileSync(a.file));
+      const body = await r.json();
+      if (r.status === 201) { accepted.push(a.digest); continue; }
+      failure = { status: r.status, body, digest: a.digest };
+      break;
+    }
+    assert.ok(failure, `the limit was never reached (${accepted.length} anchors registered)`);
+    assert.equal(failure.status, 500, JSON.stringify(failure));
+    assert.equal(failure.body.error.code, 'state_write_failed');
+    assert.match(failure.body.error.message, /File too large/, JSON.stringify(failure.body));
+    // Nothing half-done: the refused anchor is not registered, the earlier ones are, the server still answers.
+    const list = await (await admin(s.url, 'GET', '/v1/anchors')).json();
+    assert.deepEqual(list.data.map((a) => a.digest).sort(), [...accepted].sort());
+    assert.equal((await fetch(`${s.url}/health`)).status, 200);
+    JSON.parse(fs.readFileSync(path.join(state, 'state.json'), 'utf8'));  // whole, not cut
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+  // Without the limit: the same state comes back, and the refused anchor can be registered now.
+  const t = await startServer(args);
+  try {
+    const list = await (await admin(t.url, 'GET', '/v1/anchors')).json();
+    assert.deepEqual(list.data.map((a) => a.digest).sort(), [...accepted].sort());
+    const r = await admin(t.url, 'POST', '/v1/anchors', fs.readFileSync(anchors.find((a) => a.digest === failure.digest).file));
+    assert.equal(r.status, 201);
+  } finally {
+    t.proc.kill('SIGTERM');
+    await t.exited;
+  }
+});
