@@ -123,6 +123,10 @@ void ConnectionFront::wake() {
 void ConnectionFront::resume(int fd, std::string leftover) {
   {
     std::lock_guard lock(resumed_mu_);
+    if (stop_) {  // stopped (or stopping): nobody will wait on it any more
+      ::close(fd);
+      return;
+    }
     resumed_.emplace_back(fd, std::move(leftover));
   }
   wake();
@@ -138,7 +142,10 @@ void ConnectionFront::stop_accepting() {
 
 void ConnectionFront::stop() {
   if (!thread_.joinable()) return;
-  stop_ = true;
+  {
+    std::lock_guard lock(resumed_mu_);
+    stop_ = true;
+  }
   wake();
   thread_.join();
   for (int fd : {epoll_fd_, wake_fd_, listen_fd_})
