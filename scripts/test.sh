@@ -8,7 +8,8 @@
 #      sanitizers, then libFuzzer on the GGUF reader, the HTTP request parsers, the anchor CBOR codec, the anchor
 #      artifacts (envelopes, payloads, revocations, roots), the Jinja chat-template interpreter, GBNF grammars and
 #      JSON Schemas (structured outputs), safetensors headers and tokenizer.json, replaying the committed corpora
-#      (and ../shared's 60 real templates) and fuzzing for a bounded time.
+#      (and ../shared's 60 real templates) and fuzzing for a bounded time. A finding (crash, leak, timeout,
+#      undefined behaviour) in any target fails the run.
 # Each phase prints its wall time; the README gives them for both machine kinds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,34 @@ bash scripts/install-deps.sh
 bash scripts/fetch-model.sh
 bash scripts/install-python-clients.sh
 jobs="$(nproc)"
+# The CLI tests fail, rather than skip, a check whose independent reference (PyNaCl, cbor2) is missing.
+export PAGODA_REQUIRE_REFERENCES=1
+
+# The fuzz targets, one line each: libFuzzer's -max_len and -timeout (seconds per input; "-": libFuzzer's default)
+# and the seconds of fuzzing (PAGODA_FUZZ_SECONDS for the GGUF reader, default 60; half of it for the others). Each
+# replays tests/fuzz/corpus/<corpus> first. Every target fuzzes at least 1 s: libFuzzer's -max_total_time=0 means
+# no limit at all.
 fuzz_seconds="${PAGODA_FUZZ_SECONDS:-60}"
+if ! [[ "$fuzz_seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "scripts/test.sh: PAGODA_FUZZ_SECONDS must be a whole number of seconds >= 1, not '$fuzz_seconds'" >&2
+  exit 2
+fi
+fuzz_half=$((fuzz_seconds / 2 > 0 ? fuzz_seconds / 2 : 1))
+fuzz_table="
+fuzz_gguf_reader       gguf              65536  -   $fuzz_seconds
+fuzz_openai_request    openai            8192   -   $fuzz_half
+fuzz_anchor_cbor       anchor_cbor       4096   -   $fuzz_half
+fuzz_anchor_artifacts  anchor_artifacts  16384  -   $fuzz_half
+fuzz_jinja_template    jinja             16384  10  $fuzz_half
+fuzz_grammar           grammar           4096   10  $fuzz_half
+fuzz_json_schema       json_schema       4096   10  $fuzz_half
+fuzz_safetensors       safetensors       65536  -   $fuzz_half
+fuzz_hf_tokenizer      hf_tokenizer      65536  10  $fuzz_half
+"
+# A new target is one more line above (its executable in tests/fuzz/CMakeLists.txt, its seeds in
+# tests/fuzz/corpus/<corpus>); the HTTP framer's target goes there next:
+#   fuzz_http_framer     http_framer       <max_len>  <timeout>  $fuzz_half
+mapfile -t fuzz_targets < <(awk 'NF { print $1 }' <<<"$fuzz_table")
 
 phase "npm packages of the server tests (the official OpenAI client)"
 (cd tests/server && npm ci --no-audit --no-fund)
@@ -37,40 +65,40 @@ ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
 phase "sanitizer build (clang, ASan+UBSan, libFuzzer coverage): unit and golden tests, fuzz targets"
 # One tree for both: the library is compiled once with the sanitizers and libFuzzer's coverage instrumentation.
 bash scripts/configure.sh sanitize build-san
-fuzz_targets=(fuzz_gguf_reader fuzz_openai_request fuzz_anchor_cbor fuzz_anchor_artifacts fuzz_jinja_template fuzz_grammar
-              fuzz_json_schema fuzz_safetensors fuzz_hf_tokenizer)
 cmake --build build-san -j "$jobs" --target pagoda_unit_tests pagoda_golden_tests "${fuzz_targets[@]}"
 # SmolLM2's goldens (a 135M model, thousands of forward steps) run in the release phase only: the same code paths
 # are under the sanitizers through the tiny models' goldens.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-san --output-on-failure --no-tests=error -j "$jobs" -L 'unit|golden' -E 'SmolLM2'
 
-phase "fuzzing: GGUF reader ${fuzz_seconds}s, HTTP request parsers, anchor CBOR, anchor artifacts, Jinja templates, GBNF grammars, JSON Schemas, safetensors headers and tokenizer.json $((fuzz_seconds / 2))s each"
-for target in gguf openai anchor_cbor anchor_artifacts jinja grammar json_schema safetensors hf_tokenizer; do
-  mkdir -p "build-san/corpus-$target"
-  cp tests/fuzz/corpus/"$target"/* "build-san/corpus-$target/"
-done
+phase "fuzzing: ${#fuzz_targets[@]} targets (the GGUF reader ${fuzz_seconds} s, the others ${fuzz_half} s each)"
+while read -r target corpus _; do
+  [ -n "$target" ] || continue
+  mkdir -p "build-san/corpus-$corpus"
+  cp tests/fuzz/corpus/"$corpus"/* "build-san/corpus-$corpus/"
+done <<<"$fuzz_table"
 cp ../shared/templates/templates/*.jinja build-san/corpus-jinja/  # real templates: seeds only, never committed here
 for d in ../shared/models/arch/*-hf; do  # real tokenizer.json files and a real safetensors file: seeds only
   cp "$d/tokenizer.json" "build-san/corpus-hf_tokenizer/$(basename "$d").json"
 done
 cp ../shared/models/arch/qwen2-hf/model-00002-of-00002.safetensors build-san/corpus-safetensors/
-./build-san/tests/fuzz/fuzz_gguf_reader -max_total_time="$fuzz_seconds" -max_len=65536 -rss_limit_mb=2048 \
-  -print_final_stats=1 build-san/corpus-gguf tests/fuzz/corpus/gguf 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_openai_request -max_total_time="$((fuzz_seconds / 2))" -max_len=8192 -rss_limit_mb=2048 \
-  -print_final_stats=1 build-san/corpus-openai tests/fuzz/corpus/openai 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_anchor_cbor -max_total_time="$((fuzz_seconds / 2))" -max_len=4096 -rss_limit_mb=2048 \
-  -print_final_stats=1 build-san/corpus-anchor_cbor tests/fuzz/corpus/anchor_cbor 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_anchor_artifacts -max_total_time="$((fuzz_seconds / 2))" -max_len=16384 -rss_limit_mb=2048 \
-  -print_final_stats=1 build-san/corpus-anchor_artifacts tests/fuzz/corpus/anchor_artifacts 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_jinja_template -max_total_time="$((fuzz_seconds / 2))" -max_len=16384 -rss_limit_mb=2048 \
-  -timeout=10 -print_final_stats=1 build-san/corpus-jinja tests/fuzz/corpus/jinja 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_grammar -max_total_time="$((fuzz_seconds / 2))" -max_len=4096 -rss_limit_mb=2048 \
-  -timeout=10 -print_final_stats=1 build-san/corpus-grammar tests/fuzz/corpus/grammar 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_json_schema -max_total_time="$((fuzz_seconds / 2))" -max_len=4096 -rss_limit_mb=2048 \
-  -timeout=10 -print_final_stats=1 build-san/corpus-json_schema tests/fuzz/corpus/json_schema 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_safetensors -max_total_time="$((fuzz_seconds / 2))" -max_len=65536 -rss_limit_mb=2048 \
-  -print_final_stats=1 build-san/corpus-safetensors tests/fuzz/corpus/safetensors 2>&1 | tail -n 15
-./build-san/tests/fuzz/fuzz_hf_tokenizer -max_total_time="$((fuzz_seconds / 2))" -max_len=65536 -rss_limit_mb=2048 \
-  -timeout=10 -print_final_stats=1 build-san/corpus-hf_tokenizer tests/fuzz/corpus/hf_tokenizer 2>&1 | tail -n 15
+# A crash, a leak, a timeout or undefined behaviour (the tree never recovers from one: CMakeLists.txt) ends the
+# target non-zero; its whole report is printed and the input that did it is kept in build-san/fuzz-artifacts/.
+mkdir -p build-san/fuzz-artifacts
+while read -r target corpus max_len timeout seconds; do
+  [ -n "$target" ] || continue
+  args=(-max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=2048 -print_final_stats=1
+        -artifact_prefix="build-san/fuzz-artifacts/$target-")
+  [ "$timeout" = - ] || args+=(-timeout="$timeout")
+  log="build-san/fuzz-$target.log"
+  rc=0
+  "./build-san/tests/fuzz/$target" "${args[@]}" "build-san/corpus-$corpus" "tests/fuzz/corpus/$corpus" \
+    </dev/null >"$log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    grep -v '^#[0-9]' "$log"  # the report, without libFuzzer's progress lines
+    echo "== fuzzing: $target failed (exit $rc): $log; the input is in build-san/fuzz-artifacts/" >&2
+    exit 1
+  fi
+  tail -n 15 "$log"
+done <<<"$fuzz_table"
 phase "all tests passed"

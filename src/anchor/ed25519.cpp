@@ -3,22 +3,13 @@
 #include <sodium.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
-#include <vector>
 
 namespace pagoda {
 
 void ensure_sodium_initialized() {
   static const int rc = sodium_init();  // 0 first time, 1 if already done, -1 on failure
   if (rc < 0) std::abort();             // no safe way to go on without a working crypto library
-}
-
-Sha256Digest sha256(std::string_view bytes) {
-  ensure_sodium_initialized();
-  Sha256Digest out;
-  crypto_hash_sha256(out.data(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  return out;
 }
 
 std::string to_hex(const uint8_t* bytes, size_t n) {
@@ -70,23 +61,6 @@ std::atomic<uint64_t> g_verifications{0};
 }  // namespace
 
 uint64_t ed25519_verification_count() { return g_verifications.load(std::memory_order_relaxed); }
-
-Result<Sha256Digest> sha256_file(const std::string& path) {
-  ensure_sodium_initialized();
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return make_error("cannot open '" + path + "' to hash it");
-  crypto_hash_sha256_state state;
-  crypto_hash_sha256_init(&state);
-  std::vector<unsigned char> buf(size_t{1} << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) crypto_hash_sha256_update(&state, buf.data(), n);
-  const bool failed = std::ferror(f);
-  std::fclose(f);
-  if (failed) return make_error("cannot read '" + path + "' to hash it");
-  Sha256Digest out;
-  crypto_hash_sha256_final(&state, out.data());
-  return out;
-}
 
 bool ed25519_verify(const Ed25519Signature& sig, std::string_view message, const Ed25519PublicKey& key) {
   ensure_sodium_initialized();

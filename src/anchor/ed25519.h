@@ -1,6 +1,6 @@
-// Ed25519 and SHA-256 for anchors, through libsodium. libsodium's verifier is the strict one pagoda relies on:
-// it rejects non-canonical S (S >= L), small-order R, and small-order or non-canonical public keys, where
-// Debian's OpenSSL 3.0 accepts for example the identity key with the signature (R = identity, S = 0).
+// Ed25519 for anchors, through libsodium (their SHA-256 is util/sha256.h's). libsodium's verifier is the strict one
+// pagoda relies on: it rejects non-canonical S (S >= L), small-order R, and small-order or non-canonical public keys,
+// where Debian's OpenSSL 3.0 accepts for example the identity key with the signature (R = identity, S = 0).
 #pragma once
 
 #include <array>
@@ -9,18 +9,17 @@
 #include <string_view>
 
 #include "util/result.h"
+#include "util/sha256.h"
 
 namespace pagoda {
 
 using Ed25519PublicKey = std::array<uint8_t, 32>;
 using Ed25519SecretKey = std::array<uint8_t, 64>;  // libsodium's form: seed followed by the public key
 using Ed25519Signature = std::array<uint8_t, 64>;
-using Sha256Digest = std::array<uint8_t, 32>;
 
 // libsodium's one-time initialisation (thread-safe, idempotent); every function below calls it.
 void ensure_sodium_initialized();
 
-Sha256Digest sha256(std::string_view bytes);
 std::string to_hex(const uint8_t* bytes, size_t n);  // lowercase
 template <size_t N>
 std::string to_hex(const std::array<uint8_t, N>& bytes) {
@@ -40,9 +39,6 @@ bool ed25519_verify(const Ed25519Signature& sig, std::string_view message, const
 // How many verifications this process has run (the metric pagoda:anchor_signature_verifications_total, which must
 // not move while requests decode: verification happens at registration, never on the token path).
 uint64_t ed25519_verification_count();
-
-// SHA-256 of a file's bytes, read in chunks (model files are large): the model digest anchors are bound to.
-Result<Sha256Digest> sha256_file(const std::string& path);
 
 // For the CLI's keygen and sign, and for tests.
 struct Ed25519KeyPair {

@@ -1,13 +1,12 @@
 #include "api/tool_calls.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <cctype>
 
 #include "api/generic_tool_format.h"
 #include "api/tool_call_stream.h"
 #include "grammar/json_schema.h"
+#include "util/sha256.h"
 
 namespace pagoda {
 namespace {
@@ -443,8 +442,7 @@ size_t releasable_content(ToolCallFormat format, std::string_view text, bool* de
 
 std::string tool_call_id(ToolCallFormat format, std::string_view response_id, int32_t choice, int32_t index) {
   const std::string seed = std::string(response_id) + "/" + std::to_string(choice) + "/" + std::to_string(index);
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(seed.data()), seed.size(), digest);
+  const Sha256Digest digest = sha256(seed);
   static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   static constexpr char kHex[] = "0123456789abcdef";
   std::string id;

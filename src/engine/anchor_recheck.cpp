@@ -1,8 +1,8 @@
 #include "engine/anchor_recheck.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
+
+#include "util/sha256.h"
 
 namespace pagoda {
 
@@ -25,12 +25,11 @@ Result<AnchorRecheckCadence> parse_anchor_recheck_cadence(std::string_view name)
 }
 
 Sha256Digest hash_kv_blocks(const KvPool& pool, std::span<const BlockHandle> blocks, int64_t num_tokens) {
-  // OpenSSL's SHA-256 (SHA-NI where the CPU has it, 1.5-2 GB/s) rather than libsodium's portable one (about
-  // 0.35 GB/s here): the ablation must not inflate the re-check's cost with a slow hash.
+  // OpenSSL's SHA-256 (util/sha256.h: SHA-NI where the CPU has it, 1.5-2 GB/s) rather than libsodium's portable
+  // one (about 0.35 GB/s here): the ablation must not inflate the re-check's cost with a slow hash.
   const KvPoolShape& shape = pool.shape();
   const int64_t slot_bytes = shape.slot_bytes();
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  Sha256 hash;
   for (int64_t layer = 0; layer < shape.n_layer; ++layer) {
     for (const uint8_t* base : {pool.k(layer), pool.v(layer)}) {
       int64_t left = num_tokens;
@@ -38,16 +37,12 @@ Sha256Digest hash_kv_blocks(const KvPool& pool, std::span<const BlockHandle> blo
         if (left <= 0) break;
         const int64_t n = std::min<int64_t>(left, shape.block_size);
         const uint8_t* first = base + static_cast<int64_t>(h.id.value) * shape.block_size * slot_bytes;
-        EVP_DigestUpdate(ctx, first, static_cast<size_t>(n * slot_bytes));
+        hash.update(first, static_cast<size_t>(n * slot_bytes));
         left -= n;
       }
     }
   }
-  Sha256Digest digest;
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, digest.data(), &len);
-  EVP_MD_CTX_free(ctx);
-  return digest;
+  return hash.finish();
 }
 
 }  // namespace pagoda

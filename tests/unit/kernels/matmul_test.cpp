@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/isa_skip.h"
 #include "util/fp16.h"
 #include "util/rng.h"
 
@@ -54,7 +55,8 @@ class MatmulTest : public ::testing::TestWithParam<std::tuple<GgmlType, const ch
  protected:
   void SetUp() override {
     previous_ = matmul_isa_name();
-    if (!kernels::force_matmul_isa(std::get<1>(GetParam()))) GTEST_SKIP() << "CPU lacks " << std::get<1>(GetParam());
+    if (!isa_runs_or_skip(std::get<1>(GetParam()))) GTEST_SKIP() << "CPU lacks " << std::get<1>(GetParam());
+    ASSERT_TRUE(kernels::force_matmul_isa(std::get<1>(GetParam())));
   }
   void TearDown() override { kernels::force_matmul_isa(previous_); }
   GgmlType type() const { return std::get<0>(GetParam()); }

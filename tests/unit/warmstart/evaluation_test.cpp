@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "refusal.h"
 #include "test_models.h"
 #include "warmstart/fit.h"
 
@@ -57,8 +58,8 @@ TEST(Evaluation, RefusesMapsOfAnotherShapeAndEmptyInput) {
   const Model& model = stories260k();
   WarmStartMaps wrong;
   wrong.projector = Projector(ProjectorForm::kIdentity, 3, 1, 8, 16);
-  EXPECT_FALSE(evaluate(model, {}, {}, {wrong}, EvalOptions{}).ok());
-  EXPECT_FALSE(evaluate(model, {}, {}, {}, EvalOptions{}).ok());
+  EXPECT_TRUE(refused_with(evaluate(model, {}, {}, {wrong}, EvalOptions{}), "maps were fitted for 3 layers"));
+  EXPECT_TRUE(refused_with(evaluate(model, {}, {}, {}, EvalOptions{}), "no maps given"));
 }
 
 TEST(Evaluation, KlIsZeroForEqualLogitsAndPositiveOtherwise) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "refusal.h"
 #include "test_models.h"
 #include "warmstart/slot_forward.h"
 
@@ -95,7 +96,7 @@ TEST(KvSummary, SlotForwardRefusesAMismatchedSummary) {
   SlotCache wrong = SlotCache::empty_for(model.hparams(), 4);
   wrong.head_dim += 1;
   std::vector<float> logits;
-  EXPECT_FALSE(slot_forward(model, 1, wrong, pool, ws, logits).ok());
+  EXPECT_TRUE(refused_with(slot_forward(model, 1, wrong, pool, ws, logits), "does not match the model"));
 }
 
 }  // namespace

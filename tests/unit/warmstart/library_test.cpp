@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "io/safetensors_writer.h"
+#include "refusal.h"
 #include "util/rng.h"
 #include "warmstart/warm_start_maps.h"
 
@@ -121,7 +122,7 @@ TEST(WarmStartLibrary, SavesAndLoads) {
 
 TEST(WarmStartLibrary, RefusesWhatIsNotALibrary) {
   const std::string dir = temp_dir("bad");
-  EXPECT_FALSE(WarmStartLibrary::load(dir, 1 << 20).ok());  // no file
+  EXPECT_TRUE(refused_with(WarmStartLibrary::load(dir, 1 << 20), "cannot open"));  // no file
   std::vector<float> v = {1, 2, 3};
   ASSERT_TRUE(write_safetensors_f32(dir + "/library.safetensors", {{"x", {3}, v}}, {}).ok());
   auto r = WarmStartLibrary::load(dir, 1 << 20);
@@ -131,7 +132,7 @@ TEST(WarmStartLibrary, RefusesWhatIsNotALibrary) {
   ASSERT_TRUE(write_safetensors_f32(dir + "/library.safetensors", {{"entry.0.tokens", {3}, v}},
                                     {{"format", "pagoda-warmstart-library-1"}})
                   .ok());
-  EXPECT_FALSE(WarmStartLibrary::load(dir, 1 << 20).ok());
+  EXPECT_TRUE(refused_with(WarmStartLibrary::load(dir, 1 << 20), "entry 0 is incomplete or malformed"));
   std::vector<float> frac = {1.5f}, emb = {1, 0}, sum(5, 0.0f);
   ASSERT_TRUE(write_safetensors_f32(dir + "/library.safetensors",
                                     {{"entry.0.tokens", {1}, frac}, {"entry.0.embedding", {2}, emb},
@@ -173,7 +174,7 @@ TEST(WarmStartMaps, RoundTripAndRefusals) {
   bad = load_maps(dir + "/bad2.safetensors");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("'m'"), std::string::npos);
-  EXPECT_FALSE(load_maps(dir + "/missing.safetensors").ok());
+  EXPECT_TRUE(refused_with(load_maps(dir + "/missing.safetensors"), "cannot open"));
 }
 
 TEST(WarmStartMaps, TargetAwareMapsKeepTheirBasisAndRefuseAMissingOne) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "refusal.h"
 #include "util/rng.h"
 
 namespace pagoda::warmstart {
@@ -148,19 +149,20 @@ TEST(Projector, TargetAwareReadsTheEmbeddingDifference) {
   ASSERT_TRUE(y.ok()) << y.error().message;
   const SlotCache want = shifted(probe, 1.5);
   for (size_t i = 0; i < want.rows.size(); ++i) ASSERT_NEAR(y->rows[i], want.rows[i], 1e-3);
-  EXPECT_FALSE(p->apply(probe).ok());  // the difference is required
-  EXPECT_FALSE(fit_projector(ProjectorForm::kTargetAware, pairs, 1e-9).ok());  // and needed to fit
+  EXPECT_TRUE(refused_with(p->apply(probe), "needs the prompts' embedding difference"));  // the difference is required
+  EXPECT_TRUE(refused_with(fit_projector(ProjectorForm::kTargetAware, pairs, 1e-9),  // and needed to fit
+                           "needs one embedding difference per pair"));
 }
 
 TEST(Projector, RefusesMismatchedShapes) {
   Rng rng(1);
   SlotCache a = random_cache(rng, 4, 8), b = random_cache(rng, 4, 6);
   std::vector<std::pair<const SlotCache*, const SlotCache*>> pairs = {{&a, &b}};
-  EXPECT_FALSE(fit_projector(ProjectorForm::kShared, pairs, 1.0).ok());
-  EXPECT_FALSE(fit_projector(ProjectorForm::kShared, {}, 1.0).ok());
+  EXPECT_TRUE(refused_with(fit_projector(ProjectorForm::kShared, pairs, 1.0), "the pairs' summaries differ in shape"));
+  EXPECT_TRUE(refused_with(fit_projector(ProjectorForm::kShared, {}, 1.0), "no pairs to fit"));
   Projector p(ProjectorForm::kShared, 2, 2, 4, 8);
-  EXPECT_FALSE(p.apply(b).ok());
-  EXPECT_FALSE(parse_projector_form("dense").ok());
+  EXPECT_TRUE(refused_with(p.apply(b), "the summary's shape does not match the projector's"));
+  EXPECT_TRUE(refused_with(parse_projector_form("dense"), "unknown projector form 'dense'"));
 }
 
 }  // namespace
