@@ -7,7 +7,8 @@
 #   2. one clang tree with ASan+UBSan and libFuzzer's coverage: the unit and golden tests again under the
 #      sanitizers, then libFuzzer on the GGUF reader, the HTTP request parsers, the anchor CBOR codec, the anchor
 #      artifacts (envelopes, payloads, revocations, roots), the Jinja chat-template interpreter, GBNF grammars and
-#      JSON Schemas (structured outputs), safetensors headers and tokenizer.json, replaying the committed corpora
+#      JSON Schemas (structured outputs), safetensors headers, tokenizer.json and the connection front's request
+#      framer, replaying the committed corpora
 #      (and ../shared's 60 real templates) and fuzzing for a bounded time. A finding (crash, leak, timeout,
 #      undefined behaviour) in any target fails the run.
 # Each phase prints its wall time; the README gives them for both machine kinds.
@@ -46,10 +47,10 @@ fuzz_grammar           grammar           4096   10  $fuzz_half
 fuzz_json_schema       json_schema       4096   10  $fuzz_half
 fuzz_safetensors       safetensors       65536  -   $fuzz_half
 fuzz_hf_tokenizer      hf_tokenizer      65536  10  $fuzz_half
+fuzz_http_framer       http_framer       8192   -   $fuzz_half
 "
 # A new target is one more line above (its executable in tests/fuzz/CMakeLists.txt, its seeds in
-# tests/fuzz/corpus/<corpus>); the HTTP framer's target goes there next:
-#   fuzz_http_framer     http_framer       <max_len>  <timeout>  $fuzz_half
+# tests/fuzz/corpus/<corpus>).
 mapfile -t fuzz_targets < <(awk 'NF { print $1 }' <<<"$fuzz_table")
 
 phase "npm packages of the server tests (the official OpenAI client)"
