@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "util/hex_digit.h"
+
 namespace pagoda {
 
 void ensure_sodium_initialized() {
@@ -22,22 +24,13 @@ std::string to_hex(const uint8_t* bytes, size_t n) {
   return out;
 }
 
-namespace {
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-}  // namespace
-
 template <size_t N>
 Result<std::array<uint8_t, N>> from_hex(std::string_view hex) {
   if (hex.size() != 2 * N)
     return make_error("expected " + std::to_string(2 * N) + " hex digits, got " + std::to_string(hex.size()));
   std::array<uint8_t, N> out;
   for (size_t i = 0; i < N; ++i) {
-    const int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+    const int hi = hex_digit_value(hex[2 * i]), lo = hex_digit_value(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) return make_error("not a hex digit at offset " + std::to_string(hi < 0 ? 2 * i : 2 * i + 1));
     out[i] = static_cast<uint8_t>(hi << 4 | lo);
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "util/hex_digit.h"
+
 namespace pagoda {
 namespace {
 
@@ -19,13 +21,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -132,9 +127,9 @@ RequestFramer::State RequestFramer::scan_chunks(std::string_view bytes) {
         const std::string_view line = bytes.substr(pos_, nl - pos_);
         uint64_t size = 0;
         size_t digits = 0;
-        while (digits < line.size() && hex_value(line[digits]) >= 0) {
+        while (digits < line.size() && hex_digit_value(line[digits]) >= 0) {
           if (digits == kMaxHexDigits) return fail(413, "a chunk is larger than the body limit");
-          size = size * 16 + static_cast<uint64_t>(hex_value(line[digits]));
+          size = size * 16 + static_cast<uint64_t>(hex_digit_value(line[digits]));
           ++digits;
         }
         const std::string_view rest = trim(line.substr(digits));

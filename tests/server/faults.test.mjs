@@ -7,7 +7,7 @@
 // Env: PAGODA_BINARY, PAGODA_MODEL_PATH.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -166,30 +166,13 @@ test(`kill -9 at random points, ${RUNS} runs: anchor state stays consistent, no 
       `streams ${JSON.stringify(streamOutcomes)}; revocation statements ${revocationVersion}`);
   });
 
-// pagoda serve under a file-size limit (prlimit --fsize: writes past it fail with EFBIG, as on a full disk).
-async function startLimited(fsize, args) {
-  const proc = spawn('prlimit', [`--fsize=${fsize}`, '--', bin, 'serve', modelPath, '--port', '0', '-t', '1',
-    '--kv-cache-mem', '64MiB', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 20000);
-    proc.stderr.on('data', (d) => {
-      log += d.toString();
-      const m = /serving '.*' on (http:\/\/[0-9.]+:\d+)/.exec(log);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    proc.on('exit', () => { clearTimeout(timer); reject(new Error(`server exited:\n${log}`)); });
-  });
-  return { proc, url, exited };
-}
-
 test('a full disk under --anchor-state-dir: a clear error to the admin call, the previous state intact', async () => {
   const anchors = keysAndAnchors();
   const state = f('state-full');
   const args = ['--anchor-trust-root', f('root.json'), '--anchor-state-dir', state, '--admin-api-key', 'adm'];
   // state.json starts near 1 KiB and grows by about 200 bytes per anchor: 3 KiB fills up within the 12.
-  const s = await startLimited(3072, args);
+  // Under a file-size limit (prlimit --fsize: writes past it fail with EFBIG, as on a full disk).
+  const s = await startServer(args, { prefix: ['prlimit', '--fsize=3072', '--'] });
   const accepted = [];
   let failure = null;
   try {

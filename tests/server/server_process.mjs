@@ -1,11 +1,13 @@
 // Starts `pagoda serve` on a free port and waits until it is ready. Env: PAGODA_BINARY, PAGODA_MODEL_PATH.
 import { spawn } from 'node:child_process';
 
-export async function startServer(extraArgs = []) {
+// prefix: a command that runs the server, e.g. ['prlimit', '--fsize=3072', '--'].
+export async function startServer(extraArgs = [], { prefix = [] } = {}) {
   // A pool size given in blocks replaces the default one given in memory.
   const pool = extraArgs.includes('--num-blocks') ? [] : ['--kv-cache-mem', '64MiB'];
   const args = ['serve', process.env.PAGODA_MODEL_PATH, '--port', '0', '-t', '2', ...pool, ...extraArgs];
-  const proc = spawn(process.env.PAGODA_BINARY, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const command = [...prefix, process.env.PAGODA_BINARY, ...args];
+  const proc = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {
