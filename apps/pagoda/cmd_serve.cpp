@@ -108,6 +108,7 @@ int run_serve(const ServeOptions& o) {
   auto config = engine_config(o.engine, o.model_path);
   if (!config.ok()) return fail(config.error().message);
   config->prefault_kv = true;
+  config->tenants = sc.api_keys.tenant_limits();
   config->anchor_max_pinned_frac = o.anchor_max_pinned_frac;
   // KV-cache events for routers: the publisher outlives the engine (declared first, destroyed last).
   std::unique_ptr<KvEventsPublisher> kv_events;

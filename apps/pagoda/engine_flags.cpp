@@ -20,6 +20,14 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->check(CLI::Range(1, 1 << 20));
   cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget of one step (default 2048)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--long-prefill-token-threshold", f.long_prefill_token_threshold,
+                 "Most tokens of one prompt prefilled per step, so long prompts share steps with short ones "
+                 "(default 0: up to the step's budget)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd.add_option("--aging-horizon", f.aging_horizon_s,
+                 "Seconds of waiting a full-context prompt, or one priority step, costs in the admission order "
+                 "(default 20; docs/engine.md \"Sharing between tenants\")")
+      ->check(finite_range(0.001, 86400));
   cmd.add_option("--max-model-len", f.max_model_len,
                  "Most tokens per sequence, prompt included (default: the model's training context)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 31));
@@ -68,6 +76,8 @@ Result<EngineConfig> engine_config(const EngineFlags& f, const std::string& mode
   c.kv_cache_dtype = *dtype;
   c.max_num_seqs = f.max_num_seqs;
   c.max_num_batched_tokens = f.max_num_batched_tokens;
+  c.long_prefill_token_threshold = f.long_prefill_token_threshold;
+  c.aging_horizon_s = f.aging_horizon_s;
   c.max_model_len = f.max_model_len;
   c.num_threads = f.threads;
   c.enable_prefix_caching = !f.no_prefix_caching;

@@ -17,6 +17,8 @@ struct EngineFlags {
   std::string kv_cache_dtype = "f16";
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
+  int32_t long_prefill_token_threshold = 0;
+  double aging_horizon_s = 20;
   int64_t max_model_len = 0;
   int threads = 1;
   bool no_prefix_caching = false;

@@ -62,7 +62,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineC
 }
 
 Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv)
-    : model_(model), config_(config), kv_(std::move(kv)), seed_rng_(config.seed) {
+    : model_(model), config_(config), kv_(std::move(kv)), ledger_(config.tenants), seed_rng_(config.seed) {
   Clock* clock = config_.clock;
   if (!clock) {
     own_clock_ = std::make_unique<SteadyClock>();
@@ -76,11 +76,17 @@ Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<K
   bc.enable_prefix_caching = config_.enable_prefix_caching;
   blocks_ = std::make_unique<BlockManager>(bc, *clock);
   if (config_.kv_events) blocks_->enable_events();
-  scheduler_ =
-      std::make_unique<Scheduler>(SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens}, *blocks_);
+  SchedulerConfig sc;
+  sc.max_num_seqs = config_.max_num_seqs;
+  sc.max_num_batched_tokens = config_.max_num_batched_tokens;
+  sc.long_prefill_token_threshold = config_.long_prefill_token_threshold;
+  sc.aging_horizon_ns = static_cast<int64_t>(config_.aging_horizon_s * 1e9);
+  sc.tenants = config_.tenants;
   pool_ =
       std::make_unique<ThreadPool>(config_.num_threads > 0 ? config_.num_threads : ThreadPool::default_num_threads());
   max_model_len_ = config_.max_model_len > 0 ? config_.max_model_len : model_.hparams().n_ctx_train;
+  sc.aging_reference_tokens = max_model_len_;  // a prompt of the whole context costs one horizon of waiting
+  scheduler_ = std::make_unique<Scheduler>(sc, *blocks_, clock);
   if (config_.warm_start)
     warm_worker_ = std::make_unique<warmstart::WarmStartWorker>(config_.warm_start, [this] { wake(); });
   refresh_stats();
@@ -109,7 +115,30 @@ std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
 }
 
 std::shared_ptr<RequestStream> Engine::submit_group(std::vector<GenerationRequest> requests) {
+  return submit_states(std::move(requests), false);
+}
+
+Result<std::shared_ptr<RequestStream>> Engine::try_submit_group(std::vector<GenerationRequest> requests) {
+  const std::string tenant = requests.empty() ? std::string() : requests.front().tenant;
+  auto stream = submit_states(std::move(requests), true);
+  if (stream) return stream;
+  const TenantLedger::Entry* e = ledger_.find(tenant);
+  Error err = make_error("tenant '" + tenant + "' has " + std::to_string(e ? e->limits.max_waiting : 0) +
+                         " requests waiting already (max_waiting); retry later");
+  err.code = "tenant_queue_full";
+  return err;
+}
+
+std::shared_ptr<RequestStream> Engine::submit_states(std::vector<GenerationRequest> requests, bool enforce_max_waiting) {
   assert(!requests.empty());
+  TenantLedger::Entry* tenant = ledger_.find(requests.front().tenant);
+  if (tenant) {
+    const int32_t n = static_cast<int32_t>(requests.size());
+    if (!enforce_max_waiting)
+      TenantLedger::enter_waiting(*tenant, n);
+    else if (!TenantLedger::try_enter_waiting(*tenant, n))
+      return nullptr;
+  }
   int32_t total = 0;
   for (const GenerationRequest& r : requests) total += std::max(r.n, 1);
   auto stream = std::make_shared<RequestStream>(requests.front().id, requests.front().prompt, total, [this] { wake(); });
@@ -121,6 +150,8 @@ std::shared_ptr<RequestStream> Engine::submit_group(std::vector<GenerationReques
     offset += std::max(r.n, 1);
     rs->request = std::move(r);
     rs->stream = stream;
+    rs->tenant = tenant;
+    rs->counted_waiting = tenant != nullptr;
     states.push_back(std::move(rs));
   }
   {
@@ -196,7 +227,14 @@ void Engine::take_inbox() {
   for (auto& rs : batch) admit_request(std::move(rs));
 }
 
+void Engine::leave_waiting(RequestState& rs) {
+  if (!rs.counted_waiting) return;
+  rs.counted_waiting = false;
+  TenantLedger::leave_waiting(*rs.tenant);
+}
+
 void Engine::fail_request(std::unique_ptr<RequestState> rs, const std::string& error) {
+  leave_waiting(*rs);
   for (int32_t i = 0; i < std::max(rs->request.n, 1); ++i)
     push_event(*rs, finished_event(i, FinishReason::kError, error));
   ++requests_finished_;
@@ -273,6 +311,7 @@ void Engine::admit_request(std::unique_ptr<RequestState> rs) {
   seq->priority = r.priority;
   seq->arrival = rs->arrival;
   seq->ns = &rs->ns;
+  seq->tenant = scheduler_->account(r.tenant);
   Sequence* first = seq.get();
   rs->seqs.push_back(std::move(seq));
   active_.push_back(std::move(rs));
@@ -368,7 +407,21 @@ bool Engine::step() {
     else
       finish(*s, FinishReason::kError, "the request can never fit the KV pool");
   }
+  for (Sequence* s : sched.over_tenant_blocks) {
+    const TenantAccount& t = *s->tenant;
+    finish(*s, FinishReason::kError,
+           "the request needs " + std::to_string((s->tokens.size() + blocks_->block_size()) / blocks_->block_size()) +
+               " KV blocks; tenant '" + t.name + "' may hold at most " + std::to_string(t.limits.max_kv_blocks) +
+               " (max_kv_blocks)");
+  }
   for (Sequence* s : sched.out_of_room) finish(*s, FinishReason::kLength);
+  for (Sequence* s : sched.admitted) leave_waiting(*s->request);
+  if (!ledger_.empty())
+    for (const auto& [name, account] : scheduler_->accounts()) {
+      TenantLedger::Entry* e = ledger_.find(name);
+      e->running.store(account.running, std::memory_order_relaxed);
+      e->kv_blocks.store(account.kv_blocks, std::memory_order_relaxed);
+    }
   if (!sched.chunks.empty()) run_batch(sched);
   ++steps_;
   steps_started_.store(steps_, std::memory_order_release);
@@ -502,6 +555,9 @@ void Engine::fork_choices(Sequence& parent) {
     child->num_computed = parent.num_computed;
     child->priority = parent.priority;
     child->arrival = parent.arrival;
+    child->has_wait_key = parent.has_wait_key;
+    child->wait_key_ns = parent.wait_key_ns;
+    child->tenant = parent.tenant;
     child->ns = parent.ns;
     child->prefix = parent.prefix;  // a preempted child is admitted again from the same pinned anchor
     child->grammar_state = parent.grammar_state;  // the parent has not sampled yet: the grammar's start
@@ -598,6 +654,7 @@ void Engine::finish(Sequence& s, FinishReason reason, const std::string& error) 
   RequestState* rs = s.request;
   push_event(*rs, std::move(ev));
   if (--rs->open == 0) {
+    leave_waiting(*rs);
     ++requests_finished_;
     rs->done = true;  // released at the end of the step, once nothing points at its sequences
   }

@@ -31,6 +31,8 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/tenant_ledger.h"
+#include "engine/tenant_limits.h"
 #include "kv/block_manager.h"
 #include "kv/kv_pool.h"
 #include "model/transformer.h"
@@ -50,6 +52,9 @@ struct EngineConfig {
   KvDtype kv_cache_dtype = kDefaultKvDtype;  // the K/V element type (kv/kv_dtype.h)
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
+  int32_t long_prefill_token_threshold = 0;  // a prefill chunk's most tokens per step (0: up to the budget)
+  double aging_horizon_s = 20;  // the wait a full-length prompt (or one priority step) costs (engine/scheduler.h)
+  TenantLimitsMap tenants;      // per-tenant limits (engine/tenant_limits.h); empty: none
   int64_t max_model_len = 0;      // tokens per sequence, prompt included (0: the model's training context)
   int32_t watermark_blocks = -1;  // -1: 1% of the pool
   int num_threads = 0;            // 0: ThreadPool::default_num_threads()
@@ -148,6 +153,8 @@ struct RequestState {
   uint64_t base_seed = 0;
   bool forked = false;
   bool done = false;  // every choice finished
+  TenantLedger::Entry* tenant = nullptr;  // the tenant's ledger entry (configured tenants only)
+  bool counted_waiting = false;           // counted in tenant->waiting until first admitted or finished
   int32_t open = 0;   // choices not finished
   int32_t choice_offset = 0;  // added to every event's index: this request's choices within a shared stream
   std::string anchor;         // digest of the pinned anchor its sequences start from; empty: none
@@ -169,6 +176,11 @@ class Engine {
   // choices of requests[i] have indices offset by the n of the requests before it. Cancelling the stream cancels
   // them all. The stream's prompt_ids() are the first request's.
   std::shared_ptr<RequestStream> submit_group(std::vector<GenerationRequest> requests);
+  // Thread-safe. As submit_group, unless the requests' tenant already has its max_waiting requests waiting: then
+  // nothing is submitted and the answer is an error with code "tenant_queue_full" (the server's 429).
+  Result<std::shared_ptr<RequestStream>> try_submit_group(std::vector<GenerationRequest> requests);
+  // Thread-safe: every configured tenant's limits, waiting requests, running sequences and KV blocks.
+  std::vector<TenantLedger::Row> tenant_usage() const { return ledger_.rows(); }
 
   // --- verified anchors (the engine knows digests and tokens only; verification happens before, in src/anchor).
   // Thread-safe. At its next step the engine prefills `tokens` once into pinned blocks held under `digest` (again
@@ -225,6 +237,9 @@ class Engine {
   void fork_choices(Sequence& parent);
   void finish(Sequence& s, FinishReason reason, const std::string& error = {});
   void fail_request(std::unique_ptr<RequestState> rs, const std::string& error);
+  // Counts a request out of its tenant's waiting requests (once; admission or finish).
+  static void leave_waiting(RequestState& rs);
+  std::shared_ptr<RequestStream> submit_states(std::vector<GenerationRequest> requests, bool enforce_max_waiting);
   // Every event of a request goes out through here: the choice index is shifted into the shared stream.
   static void push_event(RequestState& rs, StreamEvent event);
   // Ends every open choice of rs (those not forked yet included).
@@ -288,6 +303,7 @@ class Engine {
   std::unique_ptr<SteadyClock> own_clock_;
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
+  TenantLedger ledger_;
   std::unique_ptr<ThreadPool> pool_;
   TransformerWorkspace ws_;
   std::vector<float> logits_;

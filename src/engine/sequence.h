@@ -17,6 +17,7 @@
 namespace pagoda {
 
 struct RequestState;
+struct TenantAccount;
 
 struct Sequence {
   enum class State { kWaiting, kRunning, kFinished };
@@ -38,6 +39,10 @@ struct Sequence {
   uint64_t arrival = 0;         // first-come-first-served order of the request
   uint64_t admitted = 0;        // order of the latest admission; preemption picks the largest
   uint64_t scheduled_step = 0;  // the step that last scheduled this sequence
+  // Admission order (engine/scheduler.h "aging"): set when the sequence first waits, kept through preemptions.
+  bool has_wait_key = false;
+  int64_t wait_key_ns = 0;
+  TenantAccount* tenant = nullptr;  // the tenant's limits and holdings; null: a request without configured limits
   const CacheNamespace* ns = nullptr;
   // A pinned prefix (a verified anchor's sequence) whose blocks this sequence starts from: its tokens begin
   // `tokens`, and admission shares its blocks instead of computing them.

@@ -1,5 +1,7 @@
 #include "server/api_keys.h"
 
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +22,43 @@ std::string_view trim(std::string_view s) {
   if (a == std::string_view::npos) return {};
   const size_t b = s.find_last_not_of(" \t\r");
   return s.substr(a, b - a + 1);
+}
+
+bool parse_count(std::string_view text, int32_t* out) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > (int64_t{1} << 30)) return false;
+  *out = static_cast<int32_t>(v);
+  return true;
+}
+
+// One `name=value` option of a key line into `limits`; an error names what is wrong with it.
+Status parse_limit(std::string_view option, TenantLimits* limits) {
+  const size_t eq = option.find('=');
+  if (eq == std::string_view::npos)
+    return make_error("expected 'TENANT KEY [OPTION=VALUE ...]', found '" + std::string(option) + "'");
+  const std::string_view name = option.substr(0, eq), value = option.substr(eq + 1);
+  const std::string quoted = "'" + std::string(option) + "'";
+  int32_t* count = name == "max_running"     ? &limits->max_running
+                   : name == "max_waiting"   ? &limits->max_waiting
+                   : name == "max_kv_blocks" ? &limits->max_kv_blocks
+                   : name == "rpm"           ? &limits->requests_per_minute
+                                             : nullptr;
+  if (count) {
+    if (!parse_count(value, count)) return make_error(quoted + ": the value must be a whole number >= 1");
+    return {};
+  }
+  if (name == "kv_share") {
+    const std::string v(value);
+    char* end = nullptr;
+    const double share = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(share) || share <= 0 || share > 1)
+      return make_error(quoted + ": kv_share must be a number in (0, 1]");
+    limits->kv_share = share;
+    return {};
+  }
+  return make_error("unknown option " + quoted +
+                    " (the options are max_running, max_waiting, max_kv_blocks, kv_share and rpm)");
 }
 
 }  // namespace
@@ -47,9 +86,24 @@ Result<ApiKeys> ApiKeys::parse(std::string_view text, const std::string& source_
     const std::string where = source_name + ":" + std::to_string(line_no);
     if (sp == std::string_view::npos) return make_error(where + ": expected 'TENANT KEY'");
     const std::string tenant(line.substr(0, sp));
-    const std::string key(trim(line.substr(sp)));
-    if (key.find_first_of(" \t") != std::string::npos) return make_error(where + ": expected 'TENANT KEY'");
+    std::string_view rest = trim(line.substr(sp));
+    const size_t key_end = rest.find_first_of(" \t");
+    const std::string key(rest.substr(0, key_end));
+    rest = key_end == std::string_view::npos ? std::string_view{} : trim(rest.substr(key_end));
+    TenantLimits limits;
+    while (!rest.empty()) {
+      const size_t end = rest.find_first_of(" \t");
+      if (Status st = parse_limit(rest.substr(0, end), &limits); !st.ok()) return make_error(where + ": " + st.error().message);
+      rest = end == std::string_view::npos ? std::string_view{} : trim(rest.substr(end));
+    }
+    if (limits.max_kv_blocks > 0 && limits.kv_share > 0)
+      return make_error(where + ": give max_kv_blocks or kv_share, not both");
     if (keys.tenant_of(key)) return make_error(where + ": the key is listed twice");
+    if (limits.any()) {
+      auto [it, inserted] = keys.limits_.emplace(tenant, limits);
+      if (!inserted && !(it->second == limits))
+        return make_error(where + ": tenant '" + tenant + "' already has different limits on an earlier line");
+    }
     keys.add(key, tenant);
   }
   if (keys.empty()) return make_error(source_name + " holds no keys");

@@ -15,6 +15,7 @@
 #include "server/connection_probe.h"
 #include "server/http_errors.h"
 #include "server/prebuffered_socket_stream.h"
+#include "server/tenant_metrics.h"
 #include "util/json_depth.h"
 
 namespace pagoda {
@@ -114,7 +115,8 @@ struct Outcome {
 
 }  // namespace
 
-HttpServer::HttpServer(ServerConfig config) : config_(std::move(config)) {
+HttpServer::HttpServer(ServerConfig config)
+    : config_(std::move(config)), rate_limiter_(config_.api_keys.tenant_limits()) {
   metrics_ctx_.model_name = config_.served_model_name;
   metrics_ctx_.vllm_names = config_.metrics_vllm_names;
 }
@@ -397,6 +399,8 @@ void HttpServer::handle_metrics(httplib::Response& res) const {
            "Requests answered 400, 413 or 431 before any handler: malformed framing, or over the size limits.",
            f.refused_requests.load(std::memory_order_relaxed));
   }
+  if (ready_.load(std::memory_order_acquire))
+    text += render_tenant_metrics(ctx_.engine->tenant_usage(), rate_limiter_, config_.served_model_name);
   if (ready_.load(std::memory_order_acquire) && ctx_.anchors) text += ctx_.anchors->render_metrics(config_.served_model_name);
   res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -489,6 +493,14 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     return;
   }
 
+  // The tenant's requests per minute (rpm in the API keys file): refused before anything is queued.
+  if (auto wait = rate_limiter_.admit(tenant, std::chrono::steady_clock::now())) {
+    res.set_header("Retry-After", std::to_string((wait->count() + 999) / 1000));
+    return send_error(res, 429, "tenant '" + tenant + "' has used its " +
+                                    std::to_string(config_.api_keys.tenant_limits().at(tenant).requests_per_minute) +
+                                    " requests per minute (rpm); retry after the Retry-After seconds",
+                      {}, "tenant_rate_limited");
+  }
   if (in_flight_.fetch_add(1) >= capacity_) {
     in_flight_.fetch_sub(1);
     metrics_.rejected_queue_full.fetch_add(1, std::memory_order_relaxed);
@@ -511,7 +523,13 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     one.prompt = std::move(prompt);
     group.push_back(std::move(one));
   }
-  auto stream = ctx_.engine->submit_group(std::move(group));
+  auto submitted = ctx_.engine->try_submit_group(std::move(group));
+  if (!submitted.ok()) {  // the tenant's max_waiting requests are waiting already
+    in_flight_.fetch_sub(1);
+    res.set_header("Retry-After", "1");
+    return send_error(res, 429, submitted.error().message, {}, "tenant_queue_full");
+  }
+  auto stream = std::move(*submitted);
   if (anchor) ctx_.anchors->count_request(anchor->digest);
   track(stream);
   metrics_.prompt_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);

@@ -28,6 +28,7 @@
 #include "model/model.h"
 #include "server/anchor_service.h"
 #include "server/api_keys.h"
+#include "server/tenant_rate_limiter.h"
 #include "server/connection_front.h"
 #include "server/kv_events_publisher.h"
 #include "server/metrics.h"
@@ -132,6 +133,7 @@ class HttpServer {
   ServerMetrics metrics_;
   MetricsContext metrics_ctx_;
   int64_t capacity_ = 0;  // max_num_seqs + max_queue
+  TenantRateLimiter rate_limiter_;  // the API keys file's rpm limits
 
   std::mutex live_mu_;
   std::set<std::shared_ptr<RequestStream>> live_;  // streams in flight, for cancel_all

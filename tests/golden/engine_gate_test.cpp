@@ -278,11 +278,31 @@ TEST_F(EngineGate, SmallPoolPreemptsRepeatedlyAndStillMatches) {
     const auto reqs = make_requests(7 + bs);
     EngineStats st;
     // Room for ~3 of the longest sequences at once: running decodes keep evicting each other.
-    const int64_t blocks = (bs == 1) ? 600 : 40;
+    const int64_t blocks = (bs == 1) ? 400 : 28;
     const auto got = run_engine(gate_config(bs, blocks), reqs, &st);
     expect_matches_reference(reqs, got);
     EXPECT_GE(st.preemptions, 3) << "block size " << bs;
     EXPECT_EQ(st.blocks.used_blocks, 0);
+  }
+}
+
+// Gate 0 under tenant sharing: two tenants with limits on running sequences and KV blocks (preemption within a
+// tenant), a third without limits, long prompts chunked by the long-prefill threshold, and an aging horizon short
+// enough that waiting sequences become due (they then hold the pool): the same tokens and logits, bitwise.
+TEST_F(EngineGate, TenantLimitsAndAgingKeepEveryTokenAndLogit) {
+  for (int32_t bs : {1, 16}) {
+    auto reqs = make_requests(41 + bs);
+    for (size_t i = 0; i < reqs.size(); ++i) reqs[i].tenant = i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "c";
+    EngineConfig c = gate_config(bs, bs == 1 ? 900 : 60);
+    c.tenants["a"].max_running = 2;
+    c.tenants["b"].max_kv_blocks = bs == 1 ? 300 : 20;
+    c.long_prefill_token_threshold = 24;
+    c.aging_horizon_s = 1e-6;
+    EngineStats st;
+    const auto got = run_engine(c, reqs, &st);
+    expect_matches_reference(reqs, got);
+    EXPECT_EQ(st.blocks.used_blocks, 0);
+    EXPECT_GE(st.preemptions, 1) << "block size " << bs << ": tenant b's block limit preempts within b";
   }
 }
 

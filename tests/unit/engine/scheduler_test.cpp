@@ -135,5 +135,157 @@ TEST_F(SchedulerTest, APromptThatCanNeverFitIsRejected) {
   EXPECT_EQ(s.chunks[0].seq, ok);
 }
 
+TEST_F(SchedulerTest, WaitKeyChargesSizeAndPriorityInHorizons) {
+  BlockManager bm({64, 16, 0}, clock_);
+  SchedulerConfig c;
+  c.aging_horizon_ns = 1000;
+  c.aging_reference_tokens = 100;
+  Scheduler sched(c, bm, &clock_);
+  Sequence* s = make_seq(1, 50, 1);
+  EXPECT_EQ(sched.wait_key_for(*s, 7), 7 + 500);  // half the reference length: half a horizon
+  Sequence* long_one = make_seq(2, 400, 2);
+  EXPECT_EQ(sched.wait_key_for(*long_one, 7), 7 + 1000);  // capped at one horizon
+  Sequence* low = make_seq(3, 50, 3, /*priority=*/2);
+  EXPECT_EQ(sched.wait_key_for(*low, 7), 7 + 2000 + 500);
+}
+
+// A long prompt that does not fit yet lets a short one behind it go first while its key is not due; once it is
+// due, nothing behind it is admitted until it is.
+TEST_F(SchedulerTest, ANotDueSequenceIsPassedAndADueOneHoldsThePool) {
+  BlockManager bm({8, 4, 0}, clock_);  // 32 slots
+  SchedulerConfig c;
+  c.aging_horizon_ns = 1000;
+  c.aging_reference_tokens = 32;
+  Scheduler sched(c, bm, &clock_);
+  Sequence* running = make_seq(1, 15, 1);  // 4 blocks
+  sched.add_waiting(running);
+  complete(bm, sched.schedule());
+  Sequence* big = make_seq(2, 19, 2);  // 5 blocks: does not fit next to `running`; key = 0 + 593
+  sched.add_waiting(big);
+  clock_.advance(550);
+  Sequence* small1 = make_seq(3, 3, 3);  // 1 block; key = 550 + 93, behind big's
+  sched.add_waiting(small1);
+  EXPECT_GT(small1->wait_key_ns, big->wait_key_ns);
+  SchedulerStep s1 = sched.schedule();
+  ASSERT_EQ(s1.admitted.size(), 1u);
+  EXPECT_EQ(s1.admitted[0], small1);  // big is not due yet: small1 goes past it
+  EXPECT_EQ(big->state, Sequence::State::kWaiting);
+  complete(bm, s1);
+  clock_.advance(50);  // 600: big is due now
+  Sequence* small2 = make_seq(4, 3, 4);
+  sched.add_waiting(small2);
+  SchedulerStep s2 = sched.schedule();
+  EXPECT_TRUE(s2.admitted.empty());  // big is due and heads the queue: the two small ones wait behind it
+  sched.remove(small1);
+  sched.remove(running);
+  SchedulerStep s3 = sched.schedule();
+  ASSERT_GE(s3.admitted.size(), 1u);
+  EXPECT_EQ(s3.admitted[0], big);
+  EXPECT_TRUE(bm.check_invariants().ok());
+}
+
+TEST_F(SchedulerTest, ATenantAtMaxRunningWaitsWithoutHoldingOthersUp) {
+  BlockManager bm({64, 16, 0}, clock_);
+  SchedulerConfig c;
+  c.tenants["a"].max_running = 1;
+  Scheduler sched(c, bm, &clock_);
+  const CacheNamespace ns_a{"m", "a", "", ""}, ns_b{"m", "b", "", ""};
+  Sequence* a1 = make_seq(1, 4, 1);
+  Sequence* a2 = make_seq(2, 4, 2);
+  Sequence* b1 = make_seq(3, 4, 3);
+  a1->ns = a2->ns = &ns_a;
+  b1->ns = &ns_b;
+  a1->tenant = a2->tenant = sched.account("a");
+  ASSERT_NE(a1->tenant, nullptr);
+  EXPECT_EQ(sched.account("b"), nullptr);  // no limits: not tracked
+  for (Sequence* s : {a1, a2, b1}) sched.add_waiting(s);
+  SchedulerStep s1 = sched.schedule();
+  ASSERT_EQ(s1.admitted.size(), 2u);
+  EXPECT_EQ(s1.admitted[0], a1);
+  EXPECT_EQ(s1.admitted[1], b1);  // a2 waits for a1; b1 goes past it
+  EXPECT_EQ(a2->state, Sequence::State::kWaiting);
+  EXPECT_EQ(sched.account("a")->running, 1);
+  complete(bm, s1);
+  sched.remove(a1);
+  SchedulerStep s2 = sched.schedule();
+  ASSERT_EQ(s2.admitted.size(), 1u);
+  EXPECT_EQ(s2.admitted[0], a2);
+}
+
+TEST_F(SchedulerTest, ATenantsKvBlocksBoundItsAdmissionsAndItsGrowth) {
+  BlockManager bm({64, 4, 0}, clock_);
+  SchedulerConfig c;
+  c.tenants["a"].max_kv_blocks = 4;
+  Scheduler sched(c, bm, &clock_);
+  const CacheNamespace ns_a{"m", "a", "", ""};
+  Sequence* a1 = make_seq(1, 7, 1);   // 2 blocks (7 + 1 slots)
+  Sequence* a2 = make_seq(2, 7, 2);   // 2 blocks
+  Sequence* a3 = make_seq(3, 7, 3);   // 2 more: over 4 while a1 and a2 run
+  Sequence* huge = make_seq(4, 20, 4);  // 6 blocks: more than the tenant may ever hold
+  for (Sequence* s : {a1, a2, a3, huge}) {
+    s->ns = &ns_a;
+    s->tenant = sched.account("a");
+    sched.add_waiting(s);
+  }
+  SchedulerStep s1 = sched.schedule();
+  ASSERT_EQ(s1.admitted.size(), 2u);
+  ASSERT_EQ(s1.over_tenant_blocks.size(), 1u);
+  EXPECT_EQ(s1.over_tenant_blocks[0], huge);
+  EXPECT_EQ(a3->state, Sequence::State::kWaiting);
+  EXPECT_EQ(sched.account("a")->kv_blocks, 4);
+  complete(bm, s1);                // 8 tokens each, 2 blocks each
+  complete(bm, sched.schedule());  // 9 tokens each: the next decode needs a third block
+  SchedulerStep s3 = sched.schedule();
+  // The pool has room, the tenant does not: its least urgent sequence (a2) gives its blocks back to a1.
+  EXPECT_EQ(s3.num_preempted, 1);
+  EXPECT_EQ(a2->state, Sequence::State::kWaiting);
+  EXPECT_EQ(a1->state, Sequence::State::kRunning);
+  EXPECT_LE(sched.account("a")->kv_blocks, 4);
+  EXPECT_TRUE(bm.check_invariants().ok());
+}
+
+TEST_F(SchedulerTest, PreemptionTakesTheLargestWaitKey) {
+  BlockManager bm({4, 4, 0}, clock_);
+  Scheduler sched({8, 2048}, bm, &clock_);
+  Sequence* a = make_seq(1, 7, 1);
+  Sequence* b = make_seq(2, 7, 2);
+  a->has_wait_key = true;  // a arrived first but is the less urgent (a larger key, e.g. a lower priority)
+  a->wait_key_ns = 50;
+  b->has_wait_key = true;
+  b->wait_key_ns = 10;
+  sched.add_waiting(a);
+  sched.add_waiting(b);
+  complete(bm, sched.schedule());
+  complete(bm, sched.schedule());
+  SchedulerStep s = sched.schedule();  // b is admitted first (smaller key) and decodes first; a is the victim
+  EXPECT_EQ(s.num_preempted, 1);
+  EXPECT_EQ(a->state, Sequence::State::kWaiting);
+  EXPECT_EQ(b->state, Sequence::State::kRunning);
+}
+
+TEST_F(SchedulerTest, LongPrefillThresholdChunksEveryPrompt) {
+  BlockManager bm({64, 16, 0}, clock_);
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 100;
+  c.long_prefill_token_threshold = 8;
+  Scheduler sched(c, bm, &clock_);
+  Sequence* a = make_seq(1, 30, 1);
+  Sequence* b = make_seq(2, 5, 2);
+  sched.add_waiting(a);
+  sched.add_waiting(b);
+  SchedulerStep s1 = sched.schedule();
+  ASSERT_EQ(s1.chunks.size(), 2u);  // the short prompt first (its smaller key), then 8 of the long one's 30
+  EXPECT_EQ(s1.chunks[0].seq, b);
+  EXPECT_EQ(s1.chunks[0].num_tokens, 5);
+  EXPECT_EQ(s1.chunks[1].seq, a);
+  EXPECT_EQ(s1.chunks[1].num_tokens, 8);
+  complete(bm, s1);
+  SchedulerStep s2 = sched.schedule();
+  ASSERT_EQ(s2.chunks.size(), 2u);  // b decodes; a's next 8 tokens
+  EXPECT_EQ(s2.chunks[0].seq, b);
+  EXPECT_EQ(s2.chunks[1].seq, a);
+  EXPECT_EQ(s2.chunks[1].num_tokens, 8);
+}
+
 }  // namespace
 }  // namespace pagoda

@@ -26,6 +26,41 @@ TEST(ApiKeys, ErrorsNameTheLine) {
   EXPECT_FALSE(ApiKeys::load_file("/nonexistent/keys").ok());
 }
 
+TEST(ApiKeys, TenantLimitsFromOptions) {
+  auto keys = ApiKeys::parse(
+      "acme k1 max_running=2 max_waiting=8 rpm=60 kv_share=0.5\n"
+      "acme k2 max_running=2 max_waiting=8 rpm=60 kv_share=0.5\n"  // repeated identically
+      "acme k3\n"                                                   // a key without options
+      "globex k4 max_kv_blocks=100\n"
+      "initech k5\n",
+      "keys");
+  ASSERT_TRUE(keys.ok()) << keys.error().message;
+  const TenantLimitsMap& t = keys->tenant_limits();
+  ASSERT_EQ(t.size(), 2u);  // initech has no limits
+  EXPECT_EQ(t.at("acme").max_running, 2);
+  EXPECT_EQ(t.at("acme").max_waiting, 8);
+  EXPECT_EQ(t.at("acme").requests_per_minute, 60);
+  EXPECT_DOUBLE_EQ(t.at("acme").kv_share, 0.5);
+  EXPECT_EQ(t.at("globex").max_kv_blocks, 100);
+  EXPECT_EQ(keys->tenant_of("k3"), "acme");
+}
+
+TEST(ApiKeys, BadLimitsAreNamed) {
+  auto expect_error = [](const char* text, const char* fragment) {
+    auto keys = ApiKeys::parse(text, "keys");
+    ASSERT_FALSE(keys.ok()) << text;
+    EXPECT_NE(keys.error().message.find(fragment), std::string::npos) << keys.error().message;
+  };
+  expect_error("a k1 max_running=0\n", "'max_running=0': the value must be a whole number >= 1");
+  expect_error("a k1 max_running=2x\n", "'max_running=2x'");
+  expect_error("a k1 rpm=\n", "'rpm='");
+  expect_error("a k1 kv_share=1.5\n", "kv_share must be a number in (0, 1]");
+  expect_error("a k1 kv_share=nan\n", "kv_share must be a number in (0, 1]");
+  expect_error("a k1 max_kv_blocks=4 kv_share=0.5\n", "not both");
+  expect_error("a k1 priority=1\n", "unknown option 'priority=1'");
+  expect_error("a k1 rpm=5\na k2 rpm=6\n", "keys:2: tenant 'a' already has different limits");
+}
+
 TEST(ApiKeys, SingleKeyHasNoTenant) {
   ApiKeys keys;
   EXPECT_TRUE(keys.empty());
