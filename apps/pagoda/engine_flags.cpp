@@ -21,8 +21,8 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget of one step (default 2048)")
       ->check(CLI::Range(1, 1 << 20));
   cmd.add_option("--long-prefill-token-threshold", f.long_prefill_token_threshold,
-                 "Most tokens of one prompt prefilled per step, so long prompts share steps with short ones "
-                 "(default 0: up to the step's budget)")
+                 "Most tokens of one prompt prefilled per step at its start, N*512/(512+position) deeper in, so "
+                 "long prompts share steps with short ones (default 0: up to the step's budget)")
       ->check(CLI::Range(0, 1 << 20));
   cmd.add_option("--aging-horizon", f.aging_horizon_s,
                  "Seconds of waiting a full-context prompt, or one priority step, costs in the admission order "

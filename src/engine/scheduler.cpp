@@ -102,6 +102,12 @@ int32_t Scheduler::admission_blocks(size_t tokens) const {
   return static_cast<int32_t>((tokens + 1 + bs - 1) / bs);
 }
 
+int64_t Scheduler::prefill_chunk_limit(int64_t position) const {
+  const int64_t n = config_.long_prefill_token_threshold;
+  if (n <= 0) return INT64_MAX;
+  return std::max<int64_t>(1, n * kPrefillDepthReference / (kPrefillDepthReference + position));
+}
+
 Sequence* Scheduler::least_urgent_unscheduled(const TenantAccount* only) const {
   Sequence* victim = nullptr;
   for (Sequence* s : running_)
@@ -130,9 +136,7 @@ SchedulerStep Scheduler::schedule() {
   };
   // The tokens of a prefill chunk: what is pending, within the budget and the long-prefill threshold.
   auto chunk = [&](const Sequence* s) {
-    int64_t n = std::min<int64_t>(s->num_pending(), budget);
-    if (config_.long_prefill_token_threshold > 0) n = std::min<int64_t>(n, config_.long_prefill_token_threshold);
-    return n;
+    return std::min<int64_t>({s->num_pending(), budget, prefill_chunk_limit(s->num_computed)});
   };
 
   // 1. Decodes of running sequences, oldest admission first.
@@ -230,7 +234,25 @@ SchedulerStep Scheduler::schedule() {
     out.admitted.push_back(s);
     take(s, chunk(s));
   }
+  if (config_.long_prefill_token_threshold > 0) yield_long_prefills(out);
   return out;
 }
 
+void Scheduler::yield_long_prefills(SchedulerStep& out) {
+  // A prefill chunk that leaves more of its prompt for later steps (a long prompt, cut by the threshold) is
+  // dropped from a step that completes another prefill (a short prompt, or a long one's last chunk), so that step
+  // is as short as that prompt allows; but never from two steps in a row, so a long prompt advances at least every
+  // second step however many short ones arrive.
+  const bool completes_a_prefill = std::any_of(out.chunks.begin(), out.chunks.end(), [](const ScheduledChunk& c) {
+    return c.num_tokens == c.seq->num_pending() && (c.seq->num_computed < c.seq->prompt_len || c.num_tokens > 1);
+  });
+  if (!completes_a_prefill) return;
+  std::erase_if(out.chunks, [&](const ScheduledChunk& c) {
+    const bool yielded_last_step = c.seq->yielded_step != 0 && c.seq->yielded_step + 1 == step_;
+    if (c.num_tokens >= c.seq->num_pending() || yielded_last_step) return false;
+    c.seq->yielded_step = step_;
+    out.num_tokens -= c.num_tokens;
+    return true;
+  });
+}
 }  // namespace pagoda

@@ -2,10 +2,13 @@
 //   1. running sequences that decode (one token each), in admission order; when the pool (or the sequence's
 //      tenant's max_kv_blocks) has no block for a decode, the least urgent running sequence not yet scheduled this
 //      step is preempted by recompute (its blocks are freed and it returns to the waiting queue with its place);
-//   2. running sequences still prefilling, chunked to the token budget (and to long_prefill_token_threshold);
+//   2. running sequences still prefilling, chunked to the token budget (and to long_prefill_token_threshold,
+//      scaled down with the chunk's depth);
 //   3. waiting sequences in order of their wait key, admitted while the budget, --max-num-seqs, the pool and their
 //      tenant's limits allow; admission reserves the blocks of the whole prompt plus one token of growth.
-// The per-step token budget (--max-num-batched-tokens) bounds the tokens of all three together.
+// The per-step token budget (--max-num-batched-tokens) bounds the tokens of all three together. With a long-prefill
+// threshold, a long prompt's cut chunk is left out of a step that completes a shorter prefill, though never from two
+// steps in a row.
 //
 // Aging (docs/engine.md "Sharing between tenants"). A sequence's wait key is fixed when it first waits:
 //   key = arrival + aging_horizon * (priority + min(1, prompt_tokens / aging_reference_tokens))
@@ -31,8 +34,10 @@ namespace pagoda {
 struct SchedulerConfig {
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
-  // A prefill chunk takes at most this many of a sequence's tokens per step (0: up to the budget), so a long
-  // prompt shares each step with short ones instead of filling it (vLLM's --long-prefill-token-threshold).
+  // A prefill chunk takes at most this many of a sequence's tokens per step at the start of its prompt, and fewer
+  // deeper in, where each token attends to more keys: N * 512 / (512 + position) (0: up to the budget). So a long
+  // prompt shares every step with short ones, and no step (the wait of a request that arrives during it) grows
+  // with the depth of someone else's prompt.
   int32_t long_prefill_token_threshold = 0;
   int64_t aging_horizon_ns = int64_t{20} * 1000 * 1000 * 1000;  // a size penalty of 1 (and each priority step)
   int64_t aging_reference_tokens = 8192;                        // the prompt length whose penalty is 1
@@ -84,6 +89,9 @@ class Scheduler {
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int64_t num_preemptions() const { return preemptions_; }
+  // The most tokens one prefill chunk starting at `position` may take (long_prefill_token_threshold).
+  int64_t prefill_chunk_limit(int64_t position) const;
+  static constexpr int64_t kPrefillDepthReference = 512;  // the depth at which a chunk's limit is halved
   // The key a sequence would wait under (tests, docs): see the header comment.
   int64_t wait_key_for(const Sequence& seq, int64_t arrival_ns) const;
 
@@ -95,6 +103,8 @@ class Scheduler {
   int32_t admission_blocks(size_t tokens) const;
   // The running sequence not yet scheduled this step with the largest key (of `only` tenant when not null).
   Sequence* least_urgent_unscheduled(const TenantAccount* only) const;
+  // Drops the cut prefill chunks of long prompts from a step that completes a short prefill (not twice in a row).
+  void yield_long_prefills(SchedulerStep& out);
   // Whether s's next token needs a block its tenant cannot hold.
   bool tenant_blocks_full(const Sequence* s) const;
 

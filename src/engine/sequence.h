@@ -39,6 +39,7 @@ struct Sequence {
   uint64_t arrival = 0;         // first-come-first-served order of the request
   uint64_t admitted = 0;        // order of the latest admission; preemption picks the largest
   uint64_t scheduled_step = 0;  // the step that last scheduled this sequence
+  uint64_t yielded_step = 0;    // the step that last left its cut prefill chunk out for a short prefill (0: none)
   // Admission order (engine/scheduler.h "aging"): set when the sequence first waits, kept through preemptions.
   bool has_wait_key = false;
   int64_t wait_key_ns = 0;

@@ -263,28 +263,40 @@ TEST_F(SchedulerTest, PreemptionTakesTheLargestWaitKey) {
   EXPECT_EQ(b->state, Sequence::State::kRunning);
 }
 
-TEST_F(SchedulerTest, LongPrefillThresholdChunksEveryPrompt) {
+TEST_F(SchedulerTest, LongPrefillThresholdCutsLongPromptsByDepthAndTheyYieldToUrgentPrefills) {
   BlockManager bm({64, 16, 0}, clock_);
   SchedulerConfig c;
   c.max_num_batched_tokens = 100;
   c.long_prefill_token_threshold = 8;
   Scheduler sched(c, bm, &clock_);
+  EXPECT_EQ(sched.prefill_chunk_limit(0), 8);
+  EXPECT_EQ(sched.prefill_chunk_limit(512), 4);      // halved at depth 512
+  EXPECT_EQ(sched.prefill_chunk_limit(1 << 20), 1);  // never zero
   Sequence* a = make_seq(1, 30, 1);
   Sequence* b = make_seq(2, 5, 2);
   sched.add_waiting(a);
   sched.add_waiting(b);
+  // b's whole prompt runs; a's first chunk would be cut, so it leaves b's step to b.
   SchedulerStep s1 = sched.schedule();
-  ASSERT_EQ(s1.chunks.size(), 2u);  // the short prompt first (its smaller key), then 8 of the long one's 30
+  ASSERT_EQ(s1.chunks.size(), 1u);
   EXPECT_EQ(s1.chunks[0].seq, b);
   EXPECT_EQ(s1.chunks[0].num_tokens, 5);
-  EXPECT_EQ(s1.chunks[1].seq, a);
-  EXPECT_EQ(s1.chunks[1].num_tokens, 8);
+  EXPECT_EQ(s1.num_tokens, 5);
+  EXPECT_EQ(a->state, Sequence::State::kRunning);  // admitted all the same: its blocks are reserved
   complete(bm, s1);
+  Sequence* c2 = make_seq(3, 4, 3);  // another short prompt: a yielded last step, so it runs beside it now
+  sched.add_waiting(c2);
   SchedulerStep s2 = sched.schedule();
-  ASSERT_EQ(s2.chunks.size(), 2u);  // b decodes; a's next 8 tokens
-  EXPECT_EQ(s2.chunks[0].seq, b);
-  EXPECT_EQ(s2.chunks[1].seq, a);
+  ASSERT_EQ(s2.chunks.size(), 3u);
+  EXPECT_EQ(s2.chunks[0].seq, b);  // decode
+  EXPECT_EQ(s2.chunks[1].seq, a);  // its first chunk: 8 tokens at position 0
   EXPECT_EQ(s2.chunks[1].num_tokens, 8);
+  EXPECT_EQ(s2.chunks[2].seq, c2);
+  complete(bm, s2);
+  SchedulerStep s3 = sched.schedule();  // decodes only besides a: at position 8, 8 * 512 / 520 -> 7 tokens
+  ASSERT_EQ(s3.chunks.size(), 3u);  // the decodes of b and c2 first, then a's chunk
+  EXPECT_EQ(s3.chunks[2].seq, a);
+  EXPECT_EQ(s3.chunks[2].num_tokens, 7);
 }
 
 }  // namespace
