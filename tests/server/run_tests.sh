@@ -49,6 +49,8 @@ echo "== verified anchors"
 node --test --test-reporter=spec anchors.test.mjs
 echo "== slow and silent clients (more than the server's threads)"
 node --test --test-reporter=spec slow_clients.test.mjs
+echo "== sharing between tenants: limits, 429 with Retry-After, per-tenant metrics"
+node --test --test-reporter=spec tenants.test.mjs
 echo "== kill -9 at random points: anchor state and streams"
 node --test --test-reporter=spec faults.test.mjs
 
