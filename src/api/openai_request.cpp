@@ -136,11 +136,15 @@ Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t de
                                      std::to_string(limits.kv_pool_blocks) + " blocks of " +
                                      std::to_string(limits.kv_block_size) + ")"
                                : std::string();
+  const std::string holder = limits.kv_limit_tenant.empty()
+                                 ? std::string("the server's KV pool holds ")
+                                 : "tenant '" + limits.kv_limit_tenant + "' may hold (max_kv_blocks) ";
   if (limits.kv_pool_tokens > 0 && prompt_len + 1 > limits.kv_pool_tokens)
-    return make_field_error(prompt_param, "the prompt has " + std::to_string(prompt_len) +
-                                              " tokens; the server's KV pool holds " + pool +
-                                              ", so it can never run (the server needs a larger --num-blocks or "
-                                              "--kv-cache-mem)");
+    return make_field_error(prompt_param, "the prompt has " + std::to_string(prompt_len) + " tokens; " + holder +
+                                              pool + ", so it can never run" +
+                                              (limits.kv_limit_tenant.empty()
+                                                   ? " (the server needs a larger --num-blocks or --kv-cache-mem)"
+                                                   : ""));
   const bool explicit_max = present(body, "max_tokens") || present(body, "max_completion_tokens");
   if (!explicit_max) out.gen.max_tokens = default_max > 0 ? default_max : limits.max_model_len - prompt_len;
   if (explicit_max && limits.kv_pool_tokens > 0 && prompt_len + out.gen.max_tokens > limits.kv_pool_tokens) {
@@ -148,7 +152,7 @@ Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t de
     return make_field_error(param, "the prompt (" + std::to_string(prompt_len) + " tokens) plus " + param + " (" +
                                        std::to_string(out.gen.max_tokens) + ") needs " +
                                        std::to_string(prompt_len + out.gen.max_tokens) +
-                                       " tokens of KV cache; the server's KV pool holds " + pool + ". Reduce '" +
+                                       " tokens of KV cache; " + holder + pool + ". Reduce '" +
                                        param + "' or the prompt.");
   }
   if (prompt_len + out.gen.max_tokens > limits.max_model_len) {

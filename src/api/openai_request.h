@@ -49,6 +49,9 @@ struct ApiLimits {
   // stopping short later.
   int64_t kv_pool_tokens = 0;
   int64_t kv_pool_blocks = 0, kv_block_size = 0;  // for the message
+  // Set when the request's tenant may hold fewer blocks than the pool (max_kv_blocks): the pool figures above are
+  // its limit, and the messages name it.
+  std::string kv_limit_tenant = {};
 };
 
 // The "anchor" field of a body, if any (the server resolves it before parsing the rest with its token count).

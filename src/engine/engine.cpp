@@ -62,7 +62,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineC
 }
 
 Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv)
-    : model_(model), config_(config), kv_(std::move(kv)), ledger_(config.tenants), seed_rng_(config.seed) {
+    : model_(model),
+      config_(config),
+      kv_(std::move(kv)),
+      ledger_(with_kv_share_in_blocks(config.tenants, kv_->shape().num_blocks)),
+      seed_rng_(config.seed) {
   Clock* clock = config_.clock;
   if (!clock) {
     own_clock_ = std::make_unique<SteadyClock>();

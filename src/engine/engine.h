@@ -181,6 +181,11 @@ class Engine {
   Result<std::shared_ptr<RequestStream>> try_submit_group(std::vector<GenerationRequest> requests);
   // Thread-safe: every configured tenant's limits, waiting requests, running sequences and KV blocks.
   std::vector<TenantLedger::Row> tenant_usage() const { return ledger_.rows(); }
+  // Thread-safe: a configured tenant's limits (kv_share already in max_kv_blocks); nullopt: none.
+  std::optional<TenantLimits> tenant_limits(const std::string& tenant) const {
+    const TenantLedger::Entry* e = ledger_.find(tenant);
+    return e ? std::optional<TenantLimits>(e->limits) : std::nullopt;
+  }
 
   // --- verified anchors (the engine knows digests and tokens only; verification happens before, in src/anchor).
   // Thread-safe. At its next step the engine prefills `tokens` once into pinned blocks held under `digest` (again

@@ -17,12 +17,10 @@ bool waits_before(const Sequence* a, const Sequence* b) {
 
 Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks, Clock* clock)
     : config_(config), blocks_(blocks), clock_(clock) {
-  for (const auto& [name, limits] : config_.tenants) {
+  for (const auto& [name, limits] : with_kv_share_in_blocks(config_.tenants, blocks_.num_blocks())) {
     TenantAccount a;
     a.name = name;
     a.limits = limits;
-    if (limits.kv_share > 0 && limits.max_kv_blocks == 0)
-      a.limits.max_kv_blocks = std::max<int32_t>(1, static_cast<int32_t>(std::ceil(limits.kv_share * blocks_.num_blocks())));
     accounts_.emplace(name, std::move(a));
   }
 }

@@ -41,7 +41,7 @@ struct SchedulerConfig {
   int32_t long_prefill_token_threshold = 0;
   int64_t aging_horizon_ns = int64_t{20} * 1000 * 1000 * 1000;  // a size penalty of 1 (and each priority step)
   int64_t aging_reference_tokens = 8192;                        // the prompt length whose penalty is 1
-  TenantLimitsMap tenants;  // limits by tenant; kv_share is turned into blocks of the pool
+  TenantLimitsMap tenants = {};  // limits by tenant; kv_share is turned into blocks of the pool
 };
 
 // One configured tenant as the scheduler sees it (engine thread only). The holdings are recounted every step.

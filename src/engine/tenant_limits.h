@@ -4,6 +4,8 @@
 // answers 429 with Retry-After before anything is streamed. docs/engine.md "Sharing between tenants".
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -25,5 +27,15 @@ struct TenantLimits {
 
 // By tenant name. Ordered: the API keys file's tenants in a stable order (metrics labels, reports).
 using TenantLimitsMap = std::map<std::string, TenantLimits>;
+
+// The limits with every kv_share turned into max_kv_blocks of a pool of `num_blocks` (rounded up, at least 1).
+inline TenantLimitsMap with_kv_share_in_blocks(TenantLimitsMap tenants, int64_t num_blocks) {
+  for (auto& [name, limits] : tenants)
+    if (limits.kv_share > 0 && limits.max_kv_blocks == 0) {
+      const double blocks = limits.kv_share * static_cast<double>(num_blocks);
+      limits.max_kv_blocks = static_cast<int32_t>(std::max(1.0, std::ceil(blocks)));
+    }
+  return tenants;
+}
 
 }  // namespace pagoda

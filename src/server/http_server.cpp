@@ -470,6 +470,11 @@ void HttpServer::handle_generate(const httplib::Request& req, httplib::Response&
     limits.kv_pool_blocks = shape.num_blocks;
     limits.kv_block_size = shape.block_size;
     limits.kv_pool_tokens = static_cast<int64_t>(shape.num_blocks) * shape.block_size;
+    if (auto t = ctx_.engine->tenant_limits(tenant); t && t->max_kv_blocks > 0 && t->max_kv_blocks < shape.num_blocks) {
+      limits.kv_pool_blocks = t->max_kv_blocks;
+      limits.kv_pool_tokens = static_cast<int64_t>(t->max_kv_blocks) * shape.block_size;
+      limits.kv_limit_tenant = tenant;
+    }
   }
   auto parsed = chat ? parse_chat_request(body, tokenizer, limits, &ordered_body)
                      : parse_completion_request(body, tokenizer, limits, &ordered_body);

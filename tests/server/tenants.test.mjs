@@ -122,13 +122,22 @@ test('max_running and max_waiting: one runs, two wait, the rest get 429 before s
   }
 });
 
-test('a request larger than its tenant may ever hold is refused naming max_kv_blocks', async () => {
+test('a request larger than its tenant may ever hold is refused at admission naming max_kv_blocks', async () => {
   const { file, dir } = keysFile('a key-a max_kv_blocks=2\n');
   const s = await startServer(['--api-keys-file', file, '--block-size', '16']);
   try {
-    const r = await post(s.url, 'key-a', { prompt: 'Once upon a time '.repeat(20), max_tokens: 4 });
-    assert.equal(r.status, 400);
-    assert.match((await r.json()).error.message, /tenant 'a' may hold at most 2 \(max_kv_blocks\)/);
+    for (const stream of [false, true]) {  // streamed too: refused before the stream opens
+      const r = await post(s.url, 'key-a', { prompt: 'Once upon a time '.repeat(20), max_tokens: 4, stream });
+      assert.equal(r.status, 400);
+      const e = (await r.json()).error;
+      assert.equal(e.param, 'prompt');
+      assert.match(e.message, /tenant 'a' may hold \(max_kv_blocks\) 32 tokens \(2 blocks of 16\), so it can never run/);
+    }
+    const long = await post(s.url, 'key-a', { prompt: 'Once', max_tokens: 100 });
+    assert.equal(long.status, 400);
+    const e = (await long.json()).error;
+    assert.equal(e.param, 'max_tokens');
+    assert.match(e.message, /tenant 'a' may hold \(max_kv_blocks\) 32 tokens/);
     assert.equal((await post(s.url, 'key-a', { prompt: 'Once', max_tokens: 4 })).status, 200);
   } finally {
     s.proc.kill('SIGTERM');
