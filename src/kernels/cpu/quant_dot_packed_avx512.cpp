@@ -17,14 +17,6 @@ namespace {
 
 using namespace quant_packed;
 
-#include <cstdlib>
-static int g_pf_bytes = [] { const char* e = std::getenv("PF_BYTES"); return e ? std::atoi(e) : 0; }();
-inline void pf_exp(const uint8_t* rec, size_t rec_bytes) {
-  if (g_pf_bytes <= 0) return;
-  const uint8_t* p = rec + g_pf_bytes;
-  for (size_t off = 0; off < rec_bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
-}
-
 // seed + the 8 level vectors' dpbusd with the token's 4-byte groups at x_offset(i), in two independent chains
 // (even and odd i) added at the end: integers are exact, so the order is free, and a lone token (decode) no longer
 // waits on one chain of 8 dependent dpbusd per block.
@@ -80,7 +72,6 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRecord;
-    pf_exp(rec, kRecord);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
     __m512i lv[8];
     Kind::levels(rec + 2 * kPackRows, lv);
@@ -117,7 +108,6 @@ void tile_legacy(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64
   for (int t = 0; t < kTokens; ++t) acc[t] = mins[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRecord;
-    pf_exp(rec, kRecord);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
     __m512i lv[8];
     Q4_0Levels::levels(rec + kQsAt, lv);
