@@ -13,8 +13,16 @@ std::string number(double v) {
   return std::string(buf, r.ptr);
 }
 
-// Label values escape backslash, quote and newline.
-std::string label_value(const std::string& v) {
+
+void metric(std::string& out, const char* type, const std::string& name, const std::string& help,
+            const std::string& labels, double value) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  out += name + "{" + labels + "} " + number(value) + "\n";
+}
+
+}  // namespace
+
+std::string prometheus_label_value(const std::string& v) {
   std::string out;
   for (char c : v) {
     if (c == '\\' || c == '"') out += '\\';
@@ -26,14 +34,6 @@ std::string label_value(const std::string& v) {
   }
   return out;
 }
-
-void metric(std::string& out, const char* type, const std::string& name, const std::string& help,
-            const std::string& labels, double value) {
-  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  out += name + "{" + labels + "} " + number(value) + "\n";
-}
-
-}  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
     : bounds_(std::move(upper_bounds)), buckets_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
@@ -71,7 +71,7 @@ ServerMetrics::ServerMetrics()
                            240.0, 480.0, 960.0, 1920.0, 7680.0}) {}
 
 std::string render_metrics(const ServerMetrics& m, const EngineStats& e, const MetricsContext& ctx) {
-  const std::string model = "model_name=\"" + label_value(ctx.model_name) + "\"";
+  const std::string model = "model_name=\"" + prometheus_label_value(ctx.model_name) + "\"";
   std::string out;
   out.reserve(8192);
   metric(out, "gauge", "pagoda:num_requests_running", "Sequences in the running batch.", model, e.running);

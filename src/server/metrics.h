@@ -48,4 +48,7 @@ struct MetricsContext {
 // The whole /metrics page in the Prometheus text exposition format (version 0.0.4).
 std::string render_metrics(const ServerMetrics& m, const EngineStats& engine, const MetricsContext& ctx);
 
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string prometheus_label_value(const std::string& v);
+
 }  // namespace pagoda

@@ -1,24 +1,12 @@
 #include "server/tenant_metrics.h"
 
+#include "server/metrics.h"
+
 #include <functional>
 
 namespace pagoda {
 
 namespace {
-
-// A Prometheus label value: backslash, double quote and newline escaped.
-std::string label_value(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 struct Series {
   std::string tenant;
@@ -46,11 +34,11 @@ std::string render_tenant_metrics(const std::vector<TenantLedger::Row>& rows, co
     s.rpm += r.limits.requests_per_minute;
   }
   std::string text;
-  const std::string model = "model_name=\"" + label_value(model_name) + "\"";
+  const std::string model = "model_name=\"" + prometheus_label_value(model_name) + "\"";
   auto family = [&](const char* name, const char* type, const char* help,
                     const std::function<void(const Series&, const std::string& labels)>& each) {
     text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-    for (const Series& s : series) each(s, model + ",tenant=\"" + label_value(s.tenant) + "\"");
+    for (const Series& s : series) each(s, model + ",tenant=\"" + prometheus_label_value(s.tenant) + "\"");
   };
   auto gauge = [&](const char* name, const char* help, int64_t Series::*field) {
     family(name, "gauge", help, [&](const Series& s, const std::string& labels) {
