@@ -155,6 +155,7 @@ Result<ojson> openai_body_for(const backend::PredictOptions& o, bool* chat) {
     if (!o.tools().empty() || !o.toolchoice().empty())
       return field_error(o.tools().empty() ? "ToolChoice" : "Tools",
                          "needs 'UseTokenizerTemplate' with 'Messages' (the chat template renders the tools)");
+    if (o.prompt().empty()) return field_error("Prompt", "is empty (and there are no Messages)");
     body["prompt"] = o.prompt();
   }
   // Tokens 0: no limit, which is the rest of the context (filled in after parsing for completions).

@@ -1,0 +1,33 @@
+// libFuzzer target: untrusted bytes as LocalAI's PredictOptions (protobuf wire format, proto/localai/backend.proto)
+// through everything pagoda-localai does with a request before the engine: the conversion to an OpenAI body and
+// pagoda's chat or completions parser (tokenizer, chat template, grammar, limits), as localai/predict_options.h.
+// Nothing may crash, leak or trip the sanitizers; errors are fine.
+#include <cstddef>
+#include <cstdint>
+
+#include "backend.pb.h"
+#include "localai/predict_options.h"
+#include "model/model.h"
+
+namespace {
+
+const pagoda::Model& model() {
+  static const pagoda::Model* m = [] {
+    auto loaded = pagoda::Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
+    if (!loaded.ok()) __builtin_trap();
+    return std::move(*loaded).release();
+  }();
+  return *m;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  backend::PredictOptions options;
+  if (!options.ParseFromArray(data, static_cast<int>(size))) return 0;
+  static const pagoda::ChatPrompt kChatml = pagoda::ChatPrompt::builtin(pagoda::ChatTemplateFamily::kChatml);
+  const pagoda::ApiLimits limits{512, &kChatml};
+  auto r = pagoda::localai::generation_request_for(options, model().tokenizer(), limits);
+  if (!r.ok()) (void)pagoda::localai::predict_field_for(r.error().param);
+  return 0;
+}
