@@ -251,12 +251,20 @@ finally:
     proc.terminate()
     proc.wait(timeout=20)
 
-# --- --addr=HOST:PORT
+# --- the backend folder LocalAI runs (run.sh beside the binary), and the --addr=HOST:PORT form
+backend_dir = os.path.join(tmp, "backends", "pagoda")
+os.makedirs(backend_dir)
+run_sh = os.path.join(backend_dir, "run.sh")
+with open(os.path.join(src, "apps/pagoda-localai/run.sh")) as f, open(run_sh, "w") as out:
+    out.write(f.read())
+os.chmod(run_sh, 0o700)
+os.symlink(localai_bin, os.path.join(backend_dir, "pagoda-localai"))
 port = free_port()
+localai_bin = run_sh
 proc, _ = start_backend([f"--addr=127.0.0.1:{port}"])
 try:
     channel, stub = connect(port)
-    check(stub.Health(pb.HealthMessage(), timeout=10).message == b"OK", "--addr=HOST:PORT form")
+    check(stub.Health(pb.HealthMessage(), timeout=10).message == b"OK", "run.sh with the --addr=HOST:PORT form")
     channel.close()
 finally:
     proc.terminate()
