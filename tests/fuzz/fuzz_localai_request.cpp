@@ -6,28 +6,15 @@
 #include <cstdint>
 
 #include "backend.pb.h"
+#include "fuzz_model.h"
 #include "localai/predict_options.h"
-#include "model/model.h"
-
-namespace {
-
-const pagoda::Model& model() {
-  static const pagoda::Model* m = [] {
-    auto loaded = pagoda::Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
-    if (!loaded.ok()) __builtin_trap();
-    return std::move(*loaded).release();
-  }();
-  return *m;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   backend::PredictOptions options;
   if (!options.ParseFromArray(data, static_cast<int>(size))) return 0;
   static const pagoda::ChatPrompt kChatml = pagoda::ChatPrompt::builtin(pagoda::ChatTemplateFamily::kChatml);
   const pagoda::ApiLimits limits{512, &kChatml};
-  auto r = pagoda::localai::generation_request_for(options, model().tokenizer(), limits);
+  auto r = pagoda::localai::generation_request_for(options, pagoda::fuzz_model().tokenizer(), limits);
   if (!r.ok()) (void)pagoda::localai::predict_field_for(r.error().param);
   return 0;
 }
