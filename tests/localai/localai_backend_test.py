@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-localai_bin, pagoda_bin, src = sys.argv[1:4]
+localai_bin, pagoda_bin, src = (os.path.abspath(p) for p in sys.argv[1:4])
 failures = []
 
 
