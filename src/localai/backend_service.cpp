@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
+#include "api/openai_response.h"
 #include "localai/predict_options.h"
 #include "server/api_keys.h"
 
@@ -132,6 +134,12 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
   if (!converted.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, converted.error().message);
   const int32_t prompt_tokens = static_cast<int32_t>(converted->gen.prompt.size());
   last->set_prompt_tokens(prompt_tokens);  // known before the first piece of text
+  // Logprobs: OpenAI's chat shape, {"content": [{"token", "logprob", "bytes", "top_logprobs"}, ...]}, which is what
+  // LocalAI parses from Reply.logprobs; the server's own builder writes it.
+  std::optional<ResponseBuilder> logprobs;
+  if (converted->gen.logprobs >= 0)
+    logprobs.emplace(ApiEndpoint::kChatCompletions, converted->gen.id, "", 0, m->model->tokenizer(), 1,
+                     converted->gen.logprobs);
   auto stream = m->engine->submit(std::move(converted->gen));
 
   int32_t tokens = 0;
@@ -147,6 +155,7 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
       stream->cancel();  // the engine frees its blocks at its next step; the stream then ends
     }
     if (wait == RequestStream::WaitResult::kTimeout) continue;
+    if (logprobs) logprobs->add(ev);
     if (ev.kind == StreamEvent::Kind::kToken) {
       if (tokens++ == 0) first_token = Clock::now();
       if (!cancelled && !ev.text.empty() && !on_text(ev.text, tokens)) {
@@ -165,6 +174,10 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
   last->set_tokens(tokens);
   last->set_timing_prompt_processing(ms_between(arrival, tokens > 0 ? first_token : end));
   last->set_timing_token_generation(tokens > 0 ? ms_between(first_token, end) : 0.0);
+  if (logprobs) {
+    const nlohmann::json choice = logprobs->final_response(prompt_tokens)["choices"][0];
+    if (choice.contains("logprobs") && !choice["logprobs"].is_null()) last->set_logprobs(to_wire(choice["logprobs"]));
+  }
   return grpc::Status::OK;
 }
 

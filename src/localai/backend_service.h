@@ -3,9 +3,10 @@
 //   Health          "OK" whether or not a model is loaded (LocalAI polls it before LoadModel)
 //   LoadModel       ModelOptions -> a LoadedModel through the ModelLoader; failure is Result{success: false,
 //                   message}; a second LoadModel replaces the first model
-//   Predict         one Reply: the whole text, tokens, prompt_tokens, timings in milliseconds
+//   Predict         one Reply: the whole text, tokens, prompt_tokens, timings in milliseconds (and with Logprobs,
+//                   logprobs: OpenAI's chat logprobs JSON for every token)
 //   PredictStream   one Reply per piece of text as the engine emits it (tokens and prompt_tokens so far), then a
-//                   last Reply with no text and the final usage and timings
+//                   last Reply with no text and the final usage, timings and logprobs
 //   TokenizeString  PredictOptions.Prompt as `pagoda tokenize` encodes it (BOS added, special tokens parsed)
 //   Status          UNINITIALIZED / READY / BUSY (requests in flight) and the process's memory
 //   Free            drops the model (requests in flight finish first: each holds the model it started with)

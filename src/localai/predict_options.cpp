@@ -13,7 +13,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 // OpenAI parameter -> the PredictOptions field it was written from.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kFieldNames = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 20> kFieldNames = {{
     {"prompt", "Prompt"},
     {"messages", "Messages"},
     {"max_tokens", "Tokens"},
@@ -32,6 +32,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 18> kFieldNa
     {"tools", "Tools"},
     {"tool_choice", "ToolChoice"},
     {"chat_template_kwargs", "Metadata"},
+    {"logprobs", "Logprobs"},
+    {"top_logprobs", "TopLogprobs"},
 }};
 
 Error field_error(const char* field, const std::string& why) {
@@ -67,8 +69,8 @@ Status refuse_unimplemented(const backend::PredictOptions& o) {
   if (o.ropefreqscale() != 0 && o.ropefreqscale() != 1)
     return refuse("RopeFreqScale", "is not supported: the model's own RoPE is used (send 0)");
   if (o.ndraft() != 0) return refuse("NDraft", "is not supported (pagoda has no draft model; send 0)");
-  if (o.logprobs() != 0 || o.toplogprobs() != 0)
-    return refuse(o.logprobs() != 0 ? "Logprobs" : "TopLogprobs", "is not supported by pagoda-localai yet (send 0)");
+  if (o.logprobs() < 0) return refuse("Logprobs", "must be 0 (off) or positive (on)");
+  if (o.toplogprobs() != 0 && o.logprobs() == 0) return refuse("TopLogprobs", "needs 'Logprobs'");
   // pagoda's repetition penalty covers the whole prompt and output; llama.cpp's looks at the last Repeat tokens.
   const bool penalty = o.penalty() != 0 && o.penalty() != 1;
   if (penalty && o.repeat() != 0 && o.repeat() != -1)
@@ -181,6 +183,18 @@ Result<ojson> openai_body_for(const backend::PredictOptions& o, bool* chat) {
     body["logit_bias"] = std::move(*bias);
   }
   if (!o.grammar().empty()) body["grammar"] = o.grammar();
+  // Logprobs on: the chosen token's logprob and TopLogprobs alternatives (chat: a switch and a count; completions:
+  // the count).
+  if (o.logprobs() > 0) {
+    if (*chat) {
+      body["logprobs"] = true;
+      body["top_logprobs"] = o.toplogprobs();
+    } else {
+      body["logprobs"] = o.toplogprobs();
+      if (o.toplogprobs() < 0 || o.toplogprobs() > 20)
+        return field_error("TopLogprobs", "must be an integer between 0 and 20");
+    }
+  }
   return body;
 }
 

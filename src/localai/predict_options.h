@@ -10,13 +10,14 @@
 //   Tokens (0: to the end of the context), Temperature (0: greedy), TopK (0: off), TopP (0: off), MinP (0: off),
 //   Seed, StopPrompts, IgnoreEOS, Penalty (repetition; 0: off), FrequencyPenalty, PresencePenalty, LogitBias (JSON),
 //   Grammar (GBNF), Tools/ToolChoice (JSON, template path only), Metadata (chat_template_kwargs JSON, and every
-//   other key as a template variable: "true"/"false" become booleans), CorrelationId (the request id).
+//   other key as a template variable: "true"/"false" become booleans), CorrelationId (the request id), Logprobs
+//   (> 0: on) with TopLogprobs alternatives (0..20).
 // Accepted and without effect on the output (where and how to run; pagoda decides those itself): Threads, Batch,
 // NKeep, F16KV, MLock, MMap, PromptCacheAll, PromptCacheRO, PromptCachePath, MainGPU, TensorSplit, Debug,
 // DebugMode, ModelIdentity (checked by the service), and the sampler parameters of samplers that are off (MirostatETA
 // and MirostatTAU with Mirostat 0, Repeat without a Penalty).
 // Anything else that is set (images, audio, video, Mirostat, TypicalP or TailFreeSamplingZ other than 0 or 1,
-// NegativePrompt, RoPE overrides, draft tokens, logprobs, ...) is refused with an Error naming the field: a request
+// NegativePrompt, RoPE overrides, draft tokens, ...) is refused with an Error naming the field: a request
 // never gets an answer that silently ignored what it asked for.
 #pragma once
 

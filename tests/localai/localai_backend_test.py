@@ -6,7 +6,7 @@ python3-grpcio: run with /usr/bin/python3). Model: SmolLM2 (scripts/fetch-model.
 the text at temperature 0 and `pagoda tokenize` for the ids, both separate processes.
 
 Checks: Health before and after loading; LoadModel with a good file, a missing file and a bad option (a clear
-Result); Predict == `pagoda run`; the concatenated PredictStream == Predict, with the final usage; 8 concurrent
+Result); Predict == `pagoda run`; Logprobs; the concatenated PredictStream == Predict, with the final usage; 8 concurrent
 streams each equal to its sequential result; TokenizeString == `pagoda tokenize`; UseTokenizerTemplate with
 Messages == the ChatML text SmolLM2's template writes; a GBNF Grammar; StopPrompts; malformed Messages and
 unimplemented fields -> INVALID_ARGUMENT naming them; ModelIdentity mismatch -> NOT_FOUND; no model ->
@@ -134,6 +134,16 @@ try:
     check(reply.timing_prompt_processing > 0 and reply.timing_token_generation > 0,
           f"Predict timings in ms ({reply.timing_prompt_processing:.1f}, {reply.timing_token_generation:.1f})")
 
+    lp = stub.Predict(opts(prompts[0], Logprobs=1, TopLogprobs=2), timeout=300)
+    content = json.loads(lp.logprobs)["content"] if lp.logprobs else []
+    check(lp.message == reply.message and len(content) == 24 and
+          "".join(e["token"] for e in content) == reply.message.decode() and
+          all(len(e["top_logprobs"]) == 2 and e["logprob"] <= 0 and
+              abs(e["logprob"] - max(t["logprob"] for t in e["top_logprobs"])) < 1e-5 for e in content),
+          f"Logprobs: one entry per token, the greedy token the most likely of TopLogprobs ({content[:1]})")
+    no_lp = stub.Predict(opts(prompts[0]), timeout=300)
+    check(no_lp.logprobs == b"", "no logprobs unless asked")
+
     # --- PredictStream
     replies, text = stream_text(stub, opts(prompts[0]))
     check(text == reply.message, f"concatenated PredictStream == Predict ({text!r})")
@@ -142,6 +152,8 @@ try:
     check(last.message == b"" and last.tokens == reply.tokens and last.prompt_tokens == reply.prompt_tokens and
           last.timing_token_generation > 0, f"the last Reply carries the usage ({last})")
     check([r.tokens for r in replies[:-1]] == sorted(r.tokens for r in replies[:-1]), "tokens so far grow")
+    lp_replies, _ = stream_text(stub, opts(prompts[0], Logprobs=1, TopLogprobs=2))
+    check(lp_replies[-1].logprobs == lp.logprobs, "the last stream Reply carries Predict's logprobs")
 
     # --- concurrent streams share the engine, each equal to its sequential result
     sequential = [stub.Predict(opts(p, 16), timeout=300).message for p in prompts]

@@ -173,7 +173,8 @@ TEST(LocalAiPredictOptions, UnimplementedFieldsAreRefusedByName) {
       {"NegativePrompt", [](auto& o) { o.set_negativeprompt("bad"); }},
       {"RopeFreqBase", [](auto& o) { o.set_ropefreqbase(10000); }},
       {"NDraft", [](auto& o) { o.set_ndraft(4); }},
-      {"Logprobs", [](auto& o) { o.set_logprobs(1); }},
+      {"TopLogprobs", [](auto& o) { o.set_toplogprobs(2); }},  // without Logprobs
+      {"TopLogprobs", [](auto& o) { o.set_logprobs(1), o.set_toplogprobs(21); }},
       {"PenalizeNL", [](auto& o) { o.set_penalizenl(true); }},
       {"Repeat", [](auto& o) { o.set_penalty(1.2f), o.set_repeat(64); }},
       {"Tools", [](auto& o) { o.set_tools("[]"); }},  // tools need the chat template
@@ -189,6 +190,26 @@ TEST(LocalAiPredictOptions, UnimplementedFieldsAreRefusedByName) {
     set(o);
     expect_refused(o, field);
   }
+}
+
+TEST(LocalAiPredictOptions, LogprobsAskForTopLogprobsAlternatives) {
+  auto o = prompt_options("Hi");
+  auto off = convert(o);
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off->gen.logprobs, -1);
+  o.set_logprobs(1);
+  o.set_toplogprobs(3);
+  auto on = convert(o);
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_EQ(on->gen.logprobs, 3);
+  o.set_prompt("");
+  o.set_usetokenizertemplate(true);
+  o.add_messages()->set_role("user");
+  auto chat = convert(o);
+  ASSERT_TRUE(chat.ok()) << chat.error().message;
+  EXPECT_EQ(chat->gen.logprobs, 3);
+  o.set_toplogprobs(21);
+  expect_refused(o, "TopLogprobs");
 }
 
 TEST(LocalAiPredictOptions, FieldNamesMapBack) {
