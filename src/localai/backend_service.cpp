@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "api/openai_response.h"
+#include "localai/chat_deltas.h"
 #include "localai/predict_options.h"
 #include "server/api_keys.h"
 
@@ -119,7 +120,7 @@ grpc::Status BackendService::Free(grpc::ServerContext* context, const backend::H
 }
 
 grpc::Status BackendService::generate(grpc::ServerContext* context, const backend::PredictOptions& request,
-                                      const std::function<bool(const std::string&, int32_t)>& on_text,
+                                      const PieceCallback& on_piece,
                                       backend::Reply* last) {
   const Clock::time_point arrival = Clock::now();
   std::shared_ptr<LoadedModel> m;
@@ -140,6 +141,14 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
   if (converted->gen.logprobs >= 0)
     logprobs.emplace(ApiEndpoint::kChatCompletions, converted->gen.id, "", 0, m->model->tokenizer(), 1,
                      converted->gen.logprobs);
+  // Tools: the reply is parsed for calls in the template's format as it streams, into Reply.chat_deltas.
+  std::optional<ResponseBuilder> calls;
+  if (converted->tool_format != ToolCallFormat::kNone) {
+    calls.emplace(ApiEndpoint::kChatCompletions, converted->gen.id, "", 0, m->model->tokenizer(), 1, -1);
+    calls->tool_format = converted->tool_format;
+    calls->parallel_tool_calls = converted->parallel_tool_calls;
+    calls->tools = converted->tools;
+  }
   auto stream = m->engine->submit(std::move(converted->gen));
 
   int32_t tokens = 0;
@@ -156,14 +165,19 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
     }
     if (wait == RequestStream::WaitResult::kTimeout) continue;
     if (logprobs) logprobs->add(ev);
+    std::vector<backend::ChatDelta> deltas;
+    if (calls)
+      for (const nlohmann::json& chunk : calls->chunks_for(ev))
+        for (backend::ChatDelta& d : chat_deltas_of(chunk)) deltas.push_back(std::move(d));
     if (ev.kind == StreamEvent::Kind::kToken) {
       if (tokens++ == 0) first_token = Clock::now();
-      if (!cancelled && !ev.text.empty() && !on_text(ev.text, tokens)) {
+      if (!cancelled && (!ev.text.empty() || !deltas.empty()) && !on_piece(ev.text, tokens, std::move(deltas))) {
         cancelled = true;
         stream->cancel();
       }
-    } else if (ev.finish == FinishReason::kError && error.empty()) {
-      error = ev.error;
+    } else {
+      for (backend::ChatDelta& d : deltas) *last->add_chat_deltas() = std::move(d);  // what the end released
+      if (ev.finish == FinishReason::kError && error.empty()) error = ev.error;
     }
   }
   if (cancelled) return grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the request");
@@ -187,8 +201,9 @@ grpc::Status BackendService::Predict(grpc::ServerContext* context, const backend
   std::string text;
   auto st = generate(
       context, *request,
-      [&text](const std::string& piece, int32_t) {
+      [&text, reply](const std::string& piece, int32_t, std::vector<backend::ChatDelta> deltas) {
         text += piece;
+        for (backend::ChatDelta& d : deltas) *reply->add_chat_deltas() = std::move(d);
         return true;
       },
       reply);
@@ -202,9 +217,10 @@ grpc::Status BackendService::PredictStream(grpc::ServerContext* context, const b
   backend::Reply last;
   auto st = generate(
       context, *request,
-      [writer, &last](const std::string& piece, int32_t tokens) {
+      [writer, &last](const std::string& piece, int32_t tokens, std::vector<backend::ChatDelta> deltas) {
         backend::Reply reply;
         reply.set_message(piece);
+        for (backend::ChatDelta& d : deltas) *reply.add_chat_deltas() = std::move(d);
         reply.set_tokens(tokens);
         reply.set_prompt_tokens(last.prompt_tokens());
         return writer->Write(reply);

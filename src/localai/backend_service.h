@@ -7,6 +7,8 @@
 //                   logprobs: OpenAI's chat logprobs JSON for every token)
 //   PredictStream   one Reply per piece of text as the engine emits it (tokens and prompt_tokens so far), then a
 //                   last Reply with no text and the final usage, timings and logprobs
+//   with Tools      replies also carry chat_deltas: content and tool calls parsed in the template's tool-call format
+//                   (the server's own parser), which LocalAI prefers to parsing the text itself
 //   TokenizeString  PredictOptions.Prompt as `pagoda tokenize` encodes it (BOS added, special tokens parsed)
 //   Status          UNINITIALIZED / READY / BUSY (requests in flight) and the process's memory
 //   Free            drops the model (requests in flight finish first: each holds the model it started with)
@@ -27,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "api/chat_prompt.h"
 #include "backend.grpc.pb.h"
@@ -79,11 +82,14 @@ class BackendService final : public backend::Backend::Service {
   grpc::Status authorize(const grpc::ServerContext* context) const;
   // The loaded model for a request naming `identity`, or the status that refuses it.
   grpc::Status model_for(const std::string& identity, std::shared_ptr<LoadedModel>* out) const;
-  // Predict and PredictStream: converts, submits and reads the stream; `on_text` gets each piece of text with
-  // the completion tokens so far (false: the client is gone). *last gets prompt_tokens before the first piece,
-  // then the final usage and timings.
+  // A piece of the reply: its text, the completion tokens so far, and (requests with tools) the content and tool
+  // calls it released. false: the client is gone.
+  using PieceCallback = std::function<bool(const std::string&, int32_t, std::vector<backend::ChatDelta>)>;
+  // Predict and PredictStream: converts, submits and reads the stream, calling `on_piece` per token with text or
+  // deltas. *last gets prompt_tokens before the first piece, then the final usage, timings, logprobs, and the
+  // deltas the end of the reply released.
   grpc::Status generate(grpc::ServerContext* context, const backend::PredictOptions& request,
-                        const std::function<bool(const std::string&, int32_t)>& on_text, backend::Reply* last);
+                        const PieceCallback& on_piece, backend::Reply* last);
 
   ModelLoader loader_;
   const std::string expected_authorization_;  // "Bearer <token>", empty when off

@@ -8,7 +8,7 @@ the text at temperature 0 and `pagoda tokenize` for the ids, both separate proce
 Checks: Health before and after loading; LoadModel with a good file, a missing file and a bad option (a clear
 Result); Predict == `pagoda run`; Logprobs; the concatenated PredictStream == Predict, with the final usage; 8 concurrent
 streams each equal to its sequential result; TokenizeString == `pagoda tokenize`; UseTokenizerTemplate with
-Messages == the ChatML text SmolLM2's template writes; a GBNF Grammar; StopPrompts; malformed Messages and
+Messages == the ChatML text SmolLM2's template writes; Tools -> the call in chat_deltas; a GBNF Grammar; StopPrompts; malformed Messages and
 unimplemented fields -> INVALID_ARGUMENT naming them; ModelIdentity mismatch -> NOT_FOUND; no model ->
 FAILED_PRECONDITION; an RPC outside the subset -> UNIMPLEMENTED; a cancelled stream; Status; Free;
 LOCALAI_GRPC_AUTH_TOKEN: missing or wrong bearer token -> UNAUTHENTICATED.
@@ -178,6 +178,41 @@ try:
     plain = stub.Predict(opts(chatml, 16), timeout=300)
     check(chat.message == plain.message and chat.prompt_tokens == plain.prompt_tokens,
           f"Messages through the template == the ChatML prompt ({chat.message!r}, {chat.prompt_tokens} tokens)")
+
+    # --- Tools: the calls come back parsed, as chat_deltas (SmolLM2's template has no tool-call format: the generic
+    # one, forced by a grammar under "required")
+    tools = json.dumps([{"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])
+    ask = [pb.Message(role="system", content="You call tools."), pb.Message(role="user", content="Weather in Paris?")]
+
+    def calls_of(replies):
+        calls = {}
+        for r in replies:
+            for d in r.chat_deltas:
+                for t in d.tool_calls:
+                    c = calls.setdefault(t.index, {"name": "", "arguments": ""})
+                    c["name"] += t.name
+                    c["arguments"] += t.arguments
+        return calls
+
+    tool_request = opts("", 64, UseTokenizerTemplate=True, Messages=ask, Tools=tools, ToolChoice="required")
+    whole = stub.Predict(tool_request, timeout=300)
+    calls = calls_of([whole])
+
+    def is_weather_call(call):
+        try:
+            args = json.loads(call["arguments"])
+        except ValueError:
+            return False
+        return call["name"] == "get_weather" and isinstance(args, dict) and isinstance(args.get("city"), str)
+
+    # A 135M model may repeat the call (the generic format allows several); each complete one must be well formed.
+    check(len(calls) >= 1 and all(is_weather_call(c) for c in calls.values()),
+          f"Tools: Predict's chat_deltas carry the calls ({calls}, text {whole.message!r})")
+    streamed = list(stub.PredictStream(tool_request, timeout=300))
+    check(calls_of(streamed) == calls, f"Tools: the streamed chat_deltas make the same call ({calls_of(streamed)})")
+    check(not plain.chat_deltas, "no chat_deltas without Tools")
 
     # --- Grammar (GBNF) and StopPrompts
     g = stub.Predict(opts("Is the sky blue? Answer:", 8, Grammar='root ::= " yes" | " no"'), timeout=300)
