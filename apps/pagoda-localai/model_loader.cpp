@@ -85,10 +85,10 @@ Result<std::shared_ptr<localai::LoadedModel>> load_model(const backend::ModelOpt
   const std::string kv_type = o.cachetypekey().empty() ? o.cachetypevalue() : o.cachetypekey();
   if (!kv_type.empty()) args.insert(args.end(), {"--kv-cache-dtype", kv_type});
   for (std::string& a : option_arguments(o)) args.push_back(std::move(a));
-  app.allow_config_extras(false);
+  std::vector<const char*> argv = {"pagoda-localai"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
   try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a vector from its back
-    app.parse(reversed);
+    app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
     return make_field_error("Options", std::string("ModelOptions (Options, ContextSize, Threads, NBatch): ") + e.what());
   }
