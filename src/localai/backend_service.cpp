@@ -133,6 +133,8 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
   limits.kv_pool_tokens = shape.num_blocks * shape.block_size;
   auto converted = generation_request_for(request, m->model->tokenizer(), limits);
   if (!converted.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, converted.error().message);
+  // The engine's request id (and the tool calls' ids derive from it): CorrelationId, else one of this process's.
+  if (converted->gen.id.empty()) converted->gen.id = "localai-" + std::to_string(next_request_.fetch_add(1));
   const int32_t prompt_tokens = static_cast<int32_t>(converted->gen.prompt.size());
   last->set_prompt_tokens(prompt_tokens);  // known before the first piece of text
   // Logprobs: OpenAI's chat shape, {"content": [{"token", "logprob", "bytes", "top_logprobs"}, ...]}, which is what

@@ -97,6 +97,7 @@ class BackendService final : public backend::Backend::Service {
   std::shared_ptr<LoadedModel> model_;
   std::mutex load_mu_;  // one LoadModel / Free at a time
   std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> next_request_{1};  // ids of requests without a CorrelationId
 };
 
 }  // namespace pagoda::localai
