@@ -48,6 +48,7 @@ fuzz_json_schema       json_schema       4096   10  $fuzz_half
 fuzz_safetensors       safetensors       65536  -   $fuzz_half
 fuzz_hf_tokenizer      hf_tokenizer      65536  10  $fuzz_half
 fuzz_http_framer       http_framer       8192   -   $fuzz_half
+fuzz_localai_request   localai           8192   -   $fuzz_half
 "
 # A new target is one more line above (its executable in tests/fuzz/CMakeLists.txt, its seeds in
 # tests/fuzz/corpus/<corpus>).
@@ -66,7 +67,8 @@ ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
 phase "sanitizer build (clang, ASan+UBSan, libFuzzer coverage): unit and golden tests, fuzz targets"
 # One tree for both: the library is compiled once with the sanitizers and libFuzzer's coverage instrumentation.
 bash scripts/configure.sh sanitize build-san
-cmake --build build-san -j "$jobs" --target pagoda_unit_tests pagoda_golden_tests "${fuzz_targets[@]}"
+cmake --build build-san -j "$jobs" --target pagoda_unit_tests pagoda_localai_unit_tests pagoda_golden_tests \
+  "${fuzz_targets[@]}"
 # SmolLM2's goldens (a 135M model, thousands of forward steps) run in the release phase only: the same code paths
 # are under the sanitizers through the tiny models' goldens.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -35,6 +35,10 @@ class ChatDialect {
   virtual nlohmann::json response(const nlohmann::json& chat_response) = 0;
 };
 
+// A parser's error about a chat field, in the words of the API the client spoke: every quoted 'from' in the
+// message becomes 'to' (the caller renames Error::param itself). Also LocalAI's PredictOptions (localai/).
+std::string rename_in_message(std::string message, const std::string& from, const std::string& to);
+
 // usage.prompt_tokens_details.cached_tokens of a chat response, or -1 when it has none.
 int64_t cached_tokens_of(const nlohmann::json& chat_response);
 

@@ -60,16 +60,6 @@ void to_anthropic_error(httplib::Response& res) {
                   "application/json");
 }
 
-// A parser's error about a chat field, in the words of the API the client spoke: the param renamed, and the
-// field's name in the message too.
-std::string rename_in_message(std::string message, const std::string& from, const std::string& to) {
-  if (from == to || from.empty()) return message;
-  const std::string quoted = "'" + from + "'";
-  for (size_t at = message.find(quoted); at != std::string::npos; at = message.find(quoted, at + to.size() + 2))
-    message.replace(at, quoted.size(), "'" + to + "'");
-  return message;
-}
-
 // Per-request latency bookkeeping for the histograms.
 struct RequestClock {
   SteadyTime arrival;

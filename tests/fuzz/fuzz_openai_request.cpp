@@ -13,21 +13,8 @@
 #include "api/openai_request.h"
 #include "api/responses_api.h"
 #include "api/openai_response.h"
-#include "model/model.h"
+#include "fuzz_model.h"
 #include "server/api_keys.h"
-
-namespace {
-
-const pagoda::Model& model() {
-  static const pagoda::Model* m = [] {
-    auto loaded = pagoda::Model::load(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
-    if (!loaded.ok()) __builtin_trap();
-    return std::move(*loaded).release();
-  }();
-  return *m;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -36,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       pagoda::ToolCallFormat::kGeneric, pagoda::ToolCallFormat::kLlama4,
                       pagoda::ToolCallFormat::kQwen3Coder})
     for (bool streamed : {false, true}) {
-      pagoda::ResponseBuilder reply(pagoda::ApiEndpoint::kChatCompletions, "id", "m", 0, model().tokenizer(), 1, -1);
+      pagoda::ResponseBuilder reply(pagoda::ApiEndpoint::kChatCompletions, "id", "m", 0, pagoda::fuzz_model().tokenizer(), 1, -1);
       reply.tool_format = format;
       reply.parallel_tool_calls = (size & 1) != 0;
       for (size_t at = 0; at < text.size(); at += 3) {
@@ -71,12 +58,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       : pagoda::translate_anthropic_request(ordered, dctx, api == 2);
     if (!t.ok()) continue;
     const nlohmann::json chat_body(t->chat_body);
-    auto r = pagoda::parse_chat_request(chat_body, model().tokenizer(), limits, &t->chat_body);
+    auto r = pagoda::parse_chat_request(chat_body, pagoda::fuzz_model().tokenizer(), limits, &t->chat_body);
     if (!r.ok()) {
       (void)t->dialect->param_name(r.error().param);
       continue;
     }
-    pagoda::ResponseBuilder builder(r->endpoint, "chatcmpl-1", "m", 0, model().tokenizer(), 1, -1);
+    pagoda::ResponseBuilder builder(r->endpoint, "chatcmpl-1", "m", 0, pagoda::fuzz_model().tokenizer(), 1, -1);
     builder.tool_format = r->tool_format;
     pagoda::StreamEvent ev;
     ev.token = r->gen.prompt.back();
@@ -96,10 +83,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)pagoda::to_wire(again->dialect->response(whole.final_response(3)));
   }
   for (bool chat : {false, true}) {
-    auto r = chat ? pagoda::parse_chat_request(body, model().tokenizer(), limits)
-                  : pagoda::parse_completion_request(body, model().tokenizer(), limits);
+    auto r = chat ? pagoda::parse_chat_request(body, pagoda::fuzz_model().tokenizer(), limits)
+                  : pagoda::parse_completion_request(body, pagoda::fuzz_model().tokenizer(), limits);
     if (!r.ok()) continue;
-    pagoda::ResponseBuilder builder(r->endpoint, "id", "m", 0, model().tokenizer(), r->gen.n, r->gen.logprobs);
+    pagoda::ResponseBuilder builder(r->endpoint, "id", "m", 0, pagoda::fuzz_model().tokenizer(), r->gen.n, r->gen.logprobs);
     pagoda::StreamEvent ev;
     ev.token = r->gen.prompt.back();
     ev.text = "x";
