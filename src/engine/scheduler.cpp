@@ -53,19 +53,13 @@ void Scheduler::add_running(Sequence* seq) {
   seq->state = Sequence::State::kRunning;
   seq->admitted = ++admissions_;
   running_.push_back(seq);
-  if (seq->tenant) {
-    ++seq->tenant->running;
-    seq->tenant->kv_blocks += blocks_.num_table_blocks(seq->id);
-  }
+  count_tenant_hold(seq, +1);
 }
 
 void Scheduler::remove(Sequence* seq) {
   if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) {
     running_.erase(it);
-    if (seq->tenant) {
-      --seq->tenant->running;
-      seq->tenant->kv_blocks -= blocks_.num_table_blocks(seq->id);
-    }
+    count_tenant_hold(seq, -1);
     blocks_.free(seq->id);
   } else if (auto w = std::find(waiting_.begin(), waiting_.end(), seq); w != waiting_.end()) {
     waiting_.erase(w);
@@ -75,10 +69,7 @@ void Scheduler::remove(Sequence* seq) {
 
 void Scheduler::preempt(Sequence* seq) {
   running_.erase(std::find(running_.begin(), running_.end(), seq));
-  if (seq->tenant) {
-    --seq->tenant->running;
-    seq->tenant->kv_blocks -= blocks_.num_table_blocks(seq->id);
-  }
+  count_tenant_hold(seq, -1);
   blocks_.free(seq->id);
   seq->num_computed = 0;
   ++preemptions_;
@@ -88,11 +79,13 @@ void Scheduler::preempt(Sequence* seq) {
 void Scheduler::recount_tenants() {
   if (accounts_.empty()) return;
   for (auto& [name, a] : accounts_) a.running = a.kv_blocks = 0;
-  for (Sequence* s : running_)
-    if (s->tenant) {
-      ++s->tenant->running;
-      s->tenant->kv_blocks += blocks_.num_table_blocks(s->id);
-    }
+  for (Sequence* s : running_) count_tenant_hold(s, +1);
+}
+
+void Scheduler::count_tenant_hold(const Sequence* seq, int sign) {
+  if (!seq->tenant) return;
+  seq->tenant->running += sign;
+  seq->tenant->kv_blocks += sign * blocks_.num_table_blocks(seq->id);
 }
 
 int32_t Scheduler::admission_blocks(size_t tokens) const {
@@ -156,13 +149,7 @@ SchedulerStep Scheduler::schedule() {
       const bool alone = scope ? scope->running == 1 : running_.size() == 1;
       if (victim == s && alone) {
         // Nothing else (of its tenant) holds blocks: this sequence cannot grow any further.
-        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
-        if (s->tenant) {
-          --s->tenant->running;
-          s->tenant->kv_blocks -= blocks_.num_table_blocks(s->id);
-        }
-        blocks_.free(s->id);
-        s->state = Sequence::State::kFinished;
+        remove(s);
         out.out_of_room.push_back(s);
         self_preempted = true;
         break;

@@ -99,6 +99,8 @@ class Scheduler {
   void preempt(Sequence* seq);
   void insert_waiting(Sequence* seq);
   void recount_tenants();
+  // Adds (+1) or takes away (-1) a running sequence and its block-table entries from its tenant's holdings.
+  void count_tenant_hold(const Sequence* seq, int sign);
   // Blocks a new sequence of `tokens` tokens holds at admission (its prompt plus one token of growth).
   int32_t admission_blocks(size_t tokens) const;
   // The running sequence not yet scheduled this step with the largest key (of `only` tenant when not null).
