@@ -186,6 +186,7 @@ int run_concurrent(const Model& m, const BenchOptions& o) {
         {"isa", matmul_isa_name()},      {"attention", o.attention},     {"block_size", st.block_size},
         {"kv_cache_dtype", kv_dtype_name(e.pool_shape().dtype)},
         {"preemptions", st.preemptions}, {"prefill_tok_s", pp},          {"decode_tok_s", tg}};
+    if (o.engine.device != "cpu") out["device"] = o.engine.device;  // the CPU's format is unchanged
     if (!anchor_digest.empty()) out["anchor_tokens"] = anchor_tokens;  // only with --anchor: the format is unchanged
     if (o.shared_prefix > 0) out["shared_prefix_tokens"] = o.shared_prefix;
     if (constraint) {
@@ -303,8 +304,12 @@ int run_single(const Model& m, const BenchOptions& o, double load_s) {
   if (auto st = check_kv_head_dim(*kv_dtype, m.hparams().head_dim); !st.ok()) return fail(st.error().message);
   if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx, *kv_dtype); !kv_bytes.ok())
     return fail(kv_bytes.error().message);
+  auto device = parse_device(o.engine.device);
+  if (!device.ok()) return fail("--device: " + device.error().message);
   ThreadPool pool(o.threads);
-  SequenceRunner runner(m, pool, n_ctx, *kv_dtype);
+  auto made = SequenceRunner::create(m, pool, n_ctx, *kv_dtype, *device);
+  if (!made.ok()) return fail(made.error().message);
+  SequenceRunner& runner = **made;
   // A fixed pseudo-random prompt, so runs are comparable.
   Rng rng(1234);
   std::vector<int32_t> prompt(o.n_prompt);
@@ -337,7 +342,8 @@ int run_single(const Model& m, const BenchOptions& o, double load_s) {
   const DecodeCost cost = decode_cost(m, *kv_dtype, o.n_prompt + o.n_gen / 2);
   const uint64_t bytes_per_token = cost.weight_bytes + cost.kv_bytes;
   Roofline roof;
-  const bool measure_roofline = !o.no_roofline && o.n_gen > 0;
+  // The roofline measured here is the CPU's (its read bandwidth and kernels); on a device, bytes per token only.
+  const bool measure_roofline = !o.no_roofline && o.n_gen > 0 && *device == Device::kCpu;
   if (measure_roofline) roof = decode_roofline(m, cost, pool);
   if (o.format == "json") {
     nlohmann::ordered_json out = {
@@ -345,6 +351,7 @@ int run_single(const Model& m, const BenchOptions& o, double load_s) {
         {"reps", o.reps},        {"isa", matmul_isa_name()},    {"weight_bytes", weight_bytes},
         {"kv_cache_dtype", kv_dtype_name(*kv_dtype)}, {"decode_bytes_per_token", bytes_per_token},
         {"decode_ops_per_token", cost.ops}, {"prefill_tok_s", pp}, {"decode_tok_s", tg}};
+    if (*device != Device::kCpu) out["device"] = device_name(*device);
     if (measure_roofline) {
       out["read_bandwidth_gb_s"] = roof.bandwidth / 1e9;
       out["bandwidth_bound_tok_s"] = roof.bandwidth_bound;
@@ -356,9 +363,10 @@ int run_single(const Model& m, const BenchOptions& o, double load_s) {
     }
     std::printf("%s\n", json_line(out).c_str());
   } else {
-    std::printf("model: %s (%s, %.1f MiB of weights, loaded in %.3f s), threads: %d, isa: %s, kv cache: %s, reps: %d\n",
+    std::printf("model: %s (%s, %.1f MiB of weights, loaded in %.3f s), threads: %d, isa: %s, kv cache: %s, reps: %d, "
+                "device: %s\n",
                 o.model_path.c_str(), m.format().c_str(), weight_bytes / 1048576.0, load_s, o.threads,
-                matmul_isa_name(), kv_dtype_name(*kv_dtype), o.reps);
+                matmul_isa_name(), kv_dtype_name(*kv_dtype), o.reps, device_name(*device));
     std::printf("prefill pp%lld: %10.1f tok/s\n", (long long)o.n_prompt, pp);
     std::printf("decode  tg%lld: %10.1f tok/s\n", (long long)o.n_gen, tg);
     std::printf("decode per token: %.1f MiB read (%.1f weights + %.1f K/V at context %lld), %.2f Gop\n",

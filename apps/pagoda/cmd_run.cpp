@@ -1,5 +1,5 @@
 // pagoda run MODEL.gguf -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--format text|json] [--no-echo]
-//            [--kv-cache-dtype f32|f16|bf16|q8_0]
+//            [--kv-cache-dtype f32|f16|bf16|q8_0] [--device cpu|cuda]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +30,7 @@ struct RunOptions {
   int threads = 1;
   bool no_echo = false;
   std::string kv_cache_dtype = "f16";
+  std::string device = "cpu";
 };
 
 int run(const RunOptions& o) {
@@ -55,8 +56,12 @@ int run(const RunOptions& o) {
   if (auto st = check_kv_head_dim(*kv_dtype, m.hparams().head_dim); !st.ok()) return fail(st.error().message);
   if (auto kv_bytes = ContiguousKvCache::check_size(m.hparams(), n_ctx, *kv_dtype); !kv_bytes.ok())
     return fail(kv_bytes.error().message);
+  auto device = parse_device(o.device);
+  if (!device.ok()) return fail("--device: " + device.error().message);
   ThreadPool pool(o.threads);
-  SequenceRunner runner(m, pool, n_ctx, *kv_dtype);
+  auto made = SequenceRunner::create(m, pool, n_ctx, *kv_dtype, *device);
+  if (!made.ok()) return fail(made.error().message);
+  SequenceRunner& runner = **made;
   GenerateOptions gen;
   gen.max_new_tokens = o.n_predict;
   gen.sampling.temperature = o.temperature;
@@ -119,6 +124,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--no-echo", opts->no_echo, "Print only the continuation, not the prompt before it (text format)");
   add_kv_cache_dtype_flag(*cmd, opts->kv_cache_dtype);
+  add_device_flag(*cmd, opts->device);
   add_threads_flag(*cmd, opts->threads);
   cmd->callback([opts, &action] {
     action = [opts] {

@@ -4,6 +4,7 @@
 #include "build_info.h"
 #include "commands.h"
 #include "kernels/cpu_features.h"
+#include "model/device_forward.h"
 #include "util/thread_pool.h"
 
 namespace pagoda::cli {
@@ -14,6 +15,7 @@ std::string version_report(bool system) {
   out += std::string("commit: ") + b.commit + "\n";
   out += std::string("build: ") + b.build_type + ", " + b.compiler + "\n";
   out += "kernels: " + describe_kernel_isa() + "\n";
+  out += std::string("devices: cpu") + (device_built(Device::kCuda) ? ", cuda" : "") + " (--device)\n";
   if (system) {
     const std::string model = cpu_model_name();
     out += "cpu: " + (model.empty() ? std::string("unknown") : model) + "\n";

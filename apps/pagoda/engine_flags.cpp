@@ -10,8 +10,16 @@ void add_kv_cache_dtype_flag(CLI::App& cmd, std::string& dtype) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}, CLI::ignore_case));
 }
 
+void add_device_flag(CLI::App& cmd, std::string& device) {
+  cmd.add_option("--device", device,
+                 "Where the forward pass and the KV cache run: cpu (default) or cuda (an NVIDIA GPU; needs a build "
+                 "with -DPAGODA_CUDA=ON, Llama-family F32/F16/BF16 weights; not yet run on a GPU: docs/kernels.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}, CLI::ignore_case));
+}
+
 void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   add_kv_cache_dtype_flag(cmd, f.kv_cache_dtype);
+  add_device_flag(cmd, f.device);
   cmd.add_option("--block-size", f.block_size, "KV block size in tokens (default 16)")->check(CLI::Range(1, 4096));
   auto* nb = cmd.add_option("--num-blocks", f.num_blocks, "KV pool size in blocks (default: from --kv-cache-mem)")
                  ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
@@ -74,6 +82,9 @@ Result<EngineConfig> engine_config(const EngineFlags& f, const std::string& mode
   auto dtype = parse_kv_dtype(f.kv_cache_dtype);
   if (!dtype.ok()) return make_error("--kv-cache-dtype: " + dtype.error().message);
   c.kv_cache_dtype = *dtype;
+  auto device = parse_device(f.device);
+  if (!device.ok()) return make_error("--device: " + device.error().message);
+  c.device = *device;
   c.max_num_seqs = f.max_num_seqs;
   c.max_num_batched_tokens = f.max_num_batched_tokens;
   c.long_prefill_token_threshold = f.long_prefill_token_threshold;

@@ -15,6 +15,7 @@ struct EngineFlags {
   int64_t num_blocks = 0;
   std::string kv_cache_mem;  // e.g. "2GiB"
   std::string kv_cache_dtype = "f16";
+  std::string device = "cpu";
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
   int32_t long_prefill_token_threshold = 0;
@@ -31,6 +32,8 @@ struct EngineFlags {
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
 // --kv-cache-dtype f32|f16|bf16|q8_0 (also for `run`, which has no engine).
 void add_kv_cache_dtype_flag(CLI::App& cmd, std::string& dtype);
+// --device cpu|cuda (also for `run`).
+void add_device_flag(CLI::App& cmd, std::string& device);
 
 // The engine configuration the flags describe (an Error for a bad --kv-cache-mem).
 Result<EngineConfig> engine_config(const EngineFlags& flags, const std::string& model_path);

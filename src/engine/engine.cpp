@@ -55,15 +55,32 @@ Result<std::unique_ptr<Engine>> Engine::create(const Model& model, const EngineC
       shape.num_blocks = std::min(shape.num_blocks, std::max<int64_t>(useful, 1));
     }
   }
-  auto kv = KvPool::create(shape);
+  std::unique_ptr<DeviceForward> device;
+  Result<std::unique_ptr<KvPool>> kv = make_error("no KV pool");
+  if (config.device == Device::kCpu) {
+    kv = KvPool::create(shape);
+  } else {
+    if (config.warm_start) return make_error("warm start runs on --device cpu only");
+    if (config.probe_anchor_attention) return make_error("the anchor attention probe runs on --device cpu only");
+    if (config.attention != AttentionImpl::kFused)
+      return make_error("the reference attention runs on --device cpu only");
+    auto created = create_device_forward(config.device, model);
+    if (!created.ok()) return created.error();
+    device = std::move(*created);
+    auto memory = device->allocate_kv(shape);
+    if (!memory.ok()) return memory.error();
+    kv = KvPool::create_on_device(shape, std::move(*memory));
+  }
   if (!kv.ok()) return kv.error();
   if (config.prefault_kv) (*kv)->prefault();
-  return std::unique_ptr<Engine>(new Engine(model, config, std::move(*kv)));
+  return std::unique_ptr<Engine>(new Engine(model, config, std::move(*kv), std::move(device)));
 }
 
-Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv)
+Engine::Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv,
+               std::unique_ptr<DeviceForward> device)
     : model_(model),
       config_(config),
+      device_(std::move(device)),
       kv_(std::move(kv)),
       ledger_(with_kv_share_in_blocks(config.tenants, kv_->shape().num_blocks)),
       seed_rng_(config.seed) {
@@ -109,7 +126,7 @@ std::string Engine::describe() const {
   std::snprintf(buf, sizeof buf, "%s; max-num-seqs %d, max-num-batched-tokens %d, max-model-len %lld, %d threads",
                 kv_->describe().c_str(), config_.max_num_seqs, config_.max_num_batched_tokens,
                 static_cast<long long>(max_model_len_), pool_->num_threads());
-  return buf;
+  return device_ ? std::string(buf) + "; forward on " + device_->describe() : std::string(buf);
 }
 
 std::shared_ptr<RequestStream> Engine::submit(GenerationRequest request) {
@@ -452,6 +469,7 @@ Status Engine::forward_batch_buffers(int32_t max_blocks) {
     batch.probe_prefix = b_probe_prefix_;
     batch.probe_mass = b_probe_mass_.data();
   }
+  if (device_) return device_->forward(batch, kv_storage(), logits_);
   return transformer_forward_batch(model_, batch, kv_storage(), ws_, *pool_, logits_, config_.attention);
 }
 
@@ -472,7 +490,14 @@ void Engine::run_until_idle() {
 }
 
 void Engine::run_batch(const SchedulerStep& sched) {
-  for (const BlockCopy& c : sched.copies) kv_->copy_block(c.src, c.dst, c.num_slots);
+  for (const BlockCopy& c : sched.copies) {
+    const Status copied = kv_->copy_block(c.src, c.dst, c.num_slots);
+    if (!copied.ok()) {
+      for (const ScheduledChunk& ch : sched.chunks)
+        if (ch.seq->state != Sequence::State::kFinished) finish(*ch.seq, FinishReason::kError, copied.error().message);
+      return;
+    }
+  }
 
   // Build the step's batch: tokens, positions, slots and the attention metadata.
   b_tokens_.clear();

@@ -35,6 +35,7 @@
 #include "engine/tenant_limits.h"
 #include "kv/block_manager.h"
 #include "kv/kv_pool.h"
+#include "model/device_forward.h"
 #include "model/transformer.h"
 #include "model/model.h"
 #include "util/clock.h"
@@ -61,6 +62,9 @@ struct EngineConfig {
   uint64_t seed = 0;              // seeds the requests that bring none
   std::string model_id;           // prefix-cache namespace of these weights
   AttentionImpl attention = AttentionImpl::kFused;
+  // Where the forward pass and the KV pool live (model/device_forward.h). On cuda the anchor, warm-start and
+  // attention-probe paths, which read K/V on the host, are refused.
+  Device device = Device::kCpu;
   bool enable_prefix_caching = true;
   bool prefault_kv = false;  // make the whole KV pool resident at creation (servers: flat memory while serving)
   double anchor_max_pinned_frac = 0.25;  // pinned anchor blocks may take at most this share of the pool
@@ -223,7 +227,8 @@ class Engine {
   std::string describe() const;  // the start-up report
 
  private:
-  Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv);
+  Engine(const Model& model, const EngineConfig& config, std::unique_ptr<KvPool> kv,
+         std::unique_ptr<DeviceForward> device);
 
   void wake();
   void take_inbox();
@@ -304,6 +309,7 @@ class Engine {
 
   const Model& model_;
   EngineConfig config_;
+  std::unique_ptr<DeviceForward> device_;  // null: the CPU forward pass (declared before kv_: outlives its memory)
   std::unique_ptr<KvPool> kv_;
   std::unique_ptr<SteadyClock> own_clock_;
   std::unique_ptr<BlockManager> blocks_;

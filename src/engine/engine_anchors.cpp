@@ -111,6 +111,9 @@ std::string mask_text(const std::shared_ptr<const std::vector<uint8_t>>& hidden)
 
 Result<AnchorActivation> Engine::pin_anchor(const std::string& digest, const std::vector<int32_t>& tokens,
                                             const AnchorServing& serving) {
+  if (kv_->on_device())  // an anchor's K/V digest is read on the host
+    return make_coded_error("bad_field", "anchors are served on --device cpu only (this engine runs on " +
+                                             std::string(device_name(config_.device)) + ")");
   auto hidden = hidden_layers_of(serving, model_.hparams().n_layer);
   if (!hidden.ok()) return hidden.error();
   if (auto it = anchors_.find(digest); it != anchors_.end()) {

@@ -4,8 +4,85 @@
 
 namespace pagoda {
 
+namespace {
+constexpr int32_t kDeviceBlock = 256;  // slots per block of the device runner's pool (any size gives the same bits)
+}
+
 SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx, KvDtype kv_dtype)
-    : model_(model), pool_(pool), kv_(model.hparams(), n_ctx > 0 ? n_ctx : model.hparams().n_ctx_train, kv_dtype) {}
+    : model_(model),
+      pool_(pool),
+      n_ctx_(n_ctx > 0 ? n_ctx : model.hparams().n_ctx_train),
+      kv_dtype_(kv_dtype),
+      kv_(std::make_unique<ContiguousKvCache>(model.hparams(), n_ctx_, kv_dtype)) {}
+
+SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx, KvDtype kv_dtype,
+                               std::unique_ptr<DeviceForward> device, std::unique_ptr<KvPool> device_kv)
+    : model_(model),
+      pool_(pool),
+      n_ctx_(n_ctx),
+      kv_dtype_(kv_dtype),
+      device_(std::move(device)),
+      device_kv_(std::move(device_kv)) {}
+
+Result<std::unique_ptr<SequenceRunner>> SequenceRunner::create(const Model& model, ThreadPool& pool, int64_t n_ctx,
+                                                               KvDtype kv_dtype, Device device) {
+  if (n_ctx <= 0) n_ctx = model.hparams().n_ctx_train;
+  if (device == Device::kCpu) return std::make_unique<SequenceRunner>(model, pool, n_ctx, kv_dtype);
+  auto forward = create_device_forward(device, model);
+  if (!forward.ok()) return forward.error();
+  const ModelHParams& hp = model.hparams();
+  KvPoolShape shape;
+  shape.n_layer = hp.n_layer;
+  shape.block_size = kDeviceBlock;
+  shape.num_blocks = (n_ctx + kDeviceBlock - 1) / kDeviceBlock;
+  shape.n_kv_heads = hp.n_head_kv;
+  shape.head_dim = hp.head_dim;
+  shape.dtype = kv_dtype;
+  auto memory = (*forward)->allocate_kv(shape);
+  if (!memory.ok()) return memory.error();
+  auto kv = KvPool::create_on_device(shape, std::move(*memory));
+  if (!kv.ok()) return kv.error();
+  return std::unique_ptr<SequenceRunner>(
+      new SequenceRunner(model, pool, n_ctx, kv_dtype, std::move(*forward), std::move(*kv)));
+}
+
+// One forward call of the device path: the tokens at positions length .. length + T - 1, slot = position.
+Status SequenceRunner::eval_on_device(std::span<const int32_t> tokens, bool all_logits) {
+  const int64_t T = static_cast<int64_t>(tokens.size()), pos0 = device_length_;
+  if (T == 0) return make_error("forward called with no tokens");
+  if (pos0 + T > n_ctx_)
+    return make_error("context full: " + std::to_string(pos0 + T) + " tokens exceed the context size of " +
+                      std::to_string(n_ctx_));
+  d_positions_.resize(T);
+  d_slots_.resize(T);
+  for (int64_t t = 0; t < T; ++t) d_slots_[t] = d_positions_[t] = static_cast<int32_t>(pos0 + t);
+  d_rows_.clear();
+  for (int64_t t = all_logits ? 0 : T - 1; t < T; ++t) d_rows_.push_back(static_cast<int32_t>(t));
+  const KvPoolShape& shape = device_kv_->shape();
+  d_table_.resize(shape.num_blocks);
+  for (int64_t b = 0; b < shape.num_blocks; ++b) d_table_[b] = static_cast<int32_t>(b);
+  const int32_t cu[2] = {0, static_cast<int32_t>(T)};
+  const int32_t kv_len = static_cast<int32_t>(pos0 + T);
+  ForwardBatch batch;
+  batch.tokens = tokens;
+  batch.positions = d_positions_;
+  batch.slot_mapping = d_slots_;
+  batch.cu_seqlens_q = cu;
+  batch.seq_lens_kv = std::span<const int32_t>(&kv_len, 1);
+  batch.block_table = d_table_;
+  batch.max_blocks = static_cast<int32_t>(shape.num_blocks);
+  batch.logit_rows = d_rows_;
+  KvStorage storage;
+  storage.k_base = device_kv_->k(0);
+  storage.v_base = device_kv_->v(0);
+  storage.dtype = shape.dtype;
+  storage.layer_stride = shape.layer_bytes();
+  storage.num_slots = shape.token_capacity();
+  storage.block_size = static_cast<int32_t>(shape.block_size);
+  PAGODA_RETURN_IF_ERROR(device_->forward(batch, storage, logits_));
+  device_length_ = pos0 + T;
+  return Status::success();
+}
 
 Result<std::span<const float>> SequenceRunner::eval(std::span<const int32_t> tokens, bool all_logits) {
   // A long prompt runs in chunks, so the workspace (about 90 KB per token of a 1B model) stays bounded; the
@@ -13,7 +90,8 @@ Result<std::span<const float>> SequenceRunner::eval(std::span<const int32_t> tok
   const size_t chunk = all_logits ? tokens.size() : kPrefillChunk;
   for (size_t begin = 0; begin < tokens.size() || begin == 0; begin += chunk) {
     const size_t n = std::min(chunk, tokens.size() - begin);
-    Status st = transformer_forward(model_, tokens.subspan(begin, n), kv_, ws_, pool_, all_logits, logits_);
+    Status st = device_ ? eval_on_device(tokens.subspan(begin, n), all_logits)
+                        : transformer_forward(model_, tokens.subspan(begin, n), *kv_, ws_, pool_, all_logits, logits_);
     if (!st.ok()) return st.error();
     if (n == 0) break;
   }

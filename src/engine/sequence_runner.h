@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "kv/kv_pool.h"
+#include "model/device_forward.h"
 #include "model/transformer.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -20,11 +22,19 @@ class SequenceRunner {
   // n_ctx: KV capacity in tokens (0 = the model's training context); kv_dtype: the K/V element type. Check the
   // capacity's size first (ContiguousKvCache::check_size); a head size the type cannot store is an error of eval.
   SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx = 0, KvDtype kv_dtype = kDefaultKvDtype);
-  KvDtype kv_dtype() const { return kv_.dtype(); }
+  // The same path on `device` (--device cuda: the weights and the sequence's K/V in device memory, K/V as blocks of
+  // a device pool that hold positions in order); Device::kCpu gives the constructor's runner. An error names what
+  // the device does not take.
+  static Result<std::unique_ptr<SequenceRunner>> create(const Model& model, ThreadPool& pool, int64_t n_ctx,
+                                                        KvDtype kv_dtype, Device device);
+  KvDtype kv_dtype() const { return kv_dtype_; }
 
-  int64_t n_ctx() const { return kv_.capacity(); }
-  int64_t length() const { return kv_.length(); }
-  void reset() { kv_.clear(); }
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t length() const { return kv_ ? kv_->length() : device_length_; }
+  void reset() {
+    if (kv_) kv_->clear();
+    device_length_ = 0;
+  }
   const Model& model() const { return model_; }
 
   // Feeds tokens and returns the logits of the last one ([n_vocab]), or of all ([T, n_vocab]) if all_logits.
@@ -32,9 +42,20 @@ class SequenceRunner {
   Result<std::span<const float>> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
  private:
+  SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_ctx, KvDtype kv_dtype,
+                 std::unique_ptr<DeviceForward> device, std::unique_ptr<KvPool> device_kv);
+  Status eval_on_device(std::span<const int32_t> tokens, bool all_logits);
+
   const Model& model_;
   ThreadPool& pool_;
-  ContiguousKvCache kv_;
+  int64_t n_ctx_;
+  KvDtype kv_dtype_;
+  std::unique_ptr<ContiguousKvCache> kv_;  // the CPU path's cache (null on a device)
+  std::unique_ptr<DeviceForward> device_;  // the device path (null on the CPU), before its pool: outlives it
+  std::unique_ptr<KvPool> device_kv_;      // [n_ctx / kDeviceBlock blocks] of the device; block b at table row b
+  int64_t device_length_ = 0;
+  std::vector<int32_t> d_positions_, d_rows_, d_table_;
+  std::vector<int64_t> d_slots_;
   TransformerWorkspace ws_;
   std::vector<float> logits_;
 };

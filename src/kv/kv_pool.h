@@ -31,33 +31,56 @@ struct KvPoolShape {
   int64_t token_capacity() const { return num_blocks * block_size; }
 };
 
+// The pool's memory on an accelerator (--device cuda: model/device_forward.h): K and V at device addresses, laid out
+// as the host pool's, and the copy of byte ranges inside them.
+class KvDeviceMemory {
+ public:
+  virtual ~KvDeviceMemory() = default;
+  virtual uint8_t* k() = 0;  // [n_layer, num_blocks, block_size, n_kv_heads, head_dim] of the pool's type, device
+  virtual uint8_t* v() = 0;
+  // In K and in V: `count` copies of `bytes`, from src_offset + i * stride to dst_offset + i * stride.
+  virtual Status copy(int64_t src_offset, int64_t dst_offset, int64_t bytes, int64_t count, int64_t stride) = 0;
+  virtual std::string where() const = 0;  // "GPU memory of NVIDIA H200"
+};
+
 class KvPool {
  public:
   // Allocates the pool; an Error (not an abort) when the size is unreasonable or memory is short.
   static Result<std::unique_ptr<KvPool>> create(const KvPoolShape& shape);
+  // A pool whose memory is `memory` (sized for `shape` by its maker): the host never reads or writes it, and
+  // k()/v() return device addresses for the device's forward pass.
+  static Result<std::unique_ptr<KvPool>> create_on_device(const KvPoolShape& shape,
+                                                          std::unique_ptr<KvDeviceMemory> memory);
+  // The checks both constructors make on a shape.
+  static Status check_shape(const KvPoolShape& shape);
   // How many blocks fit in `bytes` for this geometry (num_blocks of `shape` ignored).
   static int64_t blocks_for_budget(const KvPoolShape& shape, uint64_t bytes);
 
   const KvPoolShape& shape() const { return shape_; }
   // [num_blocks, block_size, n_kv_heads, head_dim] of shape().dtype, as bytes.
-  uint8_t* k(int64_t layer) { return k_.data() + layer * shape_.layer_bytes(); }
-  uint8_t* v(int64_t layer) { return v_.data() + layer * shape_.layer_bytes(); }
-  const uint8_t* k(int64_t layer) const { return k_.data() + layer * shape_.layer_bytes(); }
-  const uint8_t* v(int64_t layer) const { return v_.data() + layer * shape_.layer_bytes(); }
+  uint8_t* k(int64_t layer) { return k_base() + layer * shape_.layer_bytes(); }
+  uint8_t* v(int64_t layer) { return v_base() + layer * shape_.layer_bytes(); }
+  const uint8_t* k(int64_t layer) const { return const_cast<KvPool*>(this)->k(layer); }
+  const uint8_t* v(int64_t layer) const { return const_cast<KvPool*>(this)->v(layer); }
+  // Whether k()/v() are device addresses (create_on_device): nothing on the host may touch them then.
+  bool on_device() const { return device_ != nullptr; }
 
   // Writes every page of the pool, so that all of it is resident now rather than faulted in as blocks are first
   // used: a server's memory is then claimed at start-up and stays flat while serving.
   void prefault();
 
-  // Copies slots [0, num_slots) of block src to block dst in every layer (copy-on-write).
-  void copy_block(BlockId src, BlockId dst, int32_t num_slots);
+  // Copies slots [0, num_slots) of block src to block dst in every layer (copy-on-write). Fails only on a device.
+  Status copy_block(BlockId src, BlockId dst, int32_t num_slots);
 
   // "blocks 512, 8192 tokens, 96.0 MiB": the start-up report.
   std::string describe() const;
 
  private:
   explicit KvPool(const KvPoolShape& shape) : shape_(shape) {}
+  uint8_t* k_base() { return device_ ? device_->k() : k_.data(); }
+  uint8_t* v_base() { return device_ ? device_->v() : v_.data(); }
   KvPoolShape shape_;
+  std::unique_ptr<KvDeviceMemory> device_;  // set: the pool lives on the device, k_ and v_ are empty
   // [n_layer, num_blocks, block_size, n_kv_heads, head_dim] of shape_.dtype, in huge pages (util/huge_pages.h)
   HugePageBuffer k_;
   HugePageBuffer v_;

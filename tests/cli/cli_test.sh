@@ -55,6 +55,11 @@ for dtype in f32 f16 bf16; do
 done
 expect_error "q8_0 KV on head size 8" "multiple of 32.*8" -- run "$model" -p hi --kv-cache-dtype q8_0
 expect_error "unknown KV type" "kv-cache-dtype" -- run "$model" -p hi --kv-cache-dtype q4_0
+expect_error "unknown device" "device" -- run "$model" -p hi --device tpu
+if "$pagoda" version | grep -qx "devices: cpu (--device)"; then  # a build without CUDA says how to get it, and stops
+  expect_error "--device cuda without CUDA (run)" "PAGODA_CUDA=ON" -- run "$model" -p hi --device cuda
+  expect_error "--device cuda without CUDA (batch)" "PAGODA_CUDA=ON" -- batch "$model" --input /dev/null --output /dev/null --device cuda
+fi
 expect_error "unknown KV type (batch)" "kv-cache-dtype" -- batch "$model" --input /dev/null --output /dev/null --kv-cache-dtype f8
 synth_q="$shared/models/quant/synth-q-Q4_K_M.gguf"
 timeout 60 "$pagoda" run "$synth_q" -p "Hello" -n 8 --temp 0 --kv-cache-dtype q8_0 --format json >/dev/null 2>&1 && ok || bad "run q8_0 KV"

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 namespace pagoda {
 
 TEST(KvPool, SizesLayoutAndCopyOnWrite) {
@@ -17,7 +21,7 @@ TEST(KvPool, SizesLayoutAndCopyOnWrite) {
   auto vf = [&](int64_t l) { return reinterpret_cast<float*>(p.v(l)); };
   for (int64_t l = 0; l < 2; ++l)
     for (int i = 0; i < 16 * 16; ++i) kf(l)[16 * 16 + i] = vf(l)[16 * 16 + i] = static_cast<float>(l * 1000 + i);
-  p.copy_block(BlockId{1}, BlockId{3}, 5);
+  ASSERT_TRUE(p.copy_block(BlockId{1}, BlockId{3}, 5).ok());
   for (int64_t l = 0; l < 2; ++l) {
     for (int i = 0; i < 5 * 16; ++i) EXPECT_EQ(kf(l)[3 * 16 * 16 + i], static_cast<float>(l * 1000 + i));
     EXPECT_EQ(vf(l)[3 * 16 * 16 + 5 * 16 - 1], static_cast<float>(l * 1000 + 5 * 16 - 1));
@@ -42,7 +46,7 @@ TEST(KvPool, ElementTypesSizeBlocksAndCopyTheirBytes) {
     p.prefault();
     for (int64_t l = 0; l < 3; ++l)
       for (int64_t i = 0; i < 16 * slot_bytes; ++i) p.k(l)[16 * slot_bytes + i] = static_cast<uint8_t>(l + i);
-    p.copy_block(BlockId{1}, BlockId{2}, 3);
+    ASSERT_TRUE(p.copy_block(BlockId{1}, BlockId{2}, 3).ok());
     for (int64_t l = 0; l < 3; ++l) {
       for (int64_t i = 0; i < 3 * slot_bytes; ++i) ASSERT_EQ(p.k(l)[2 * 16 * slot_bytes + i], static_cast<uint8_t>(l + i));
       EXPECT_EQ(p.k(l)[2 * 16 * slot_bytes + 3 * slot_bytes], 0);  // only the slots asked for
@@ -78,4 +82,67 @@ TEST(MemorySize, ParsesUnitsAndRejectsGarbage) {
   EXPECT_FALSE(parse_memory_size("1e300GiB").ok());
 }
 
+}  // namespace pagoda
+
+namespace pagoda {
+namespace {
+
+// Device memory stood in for by host vectors, recording the copies the pool asks for (the CUDA one is
+// src/cuda/cuda_forward.h's CudaKvMemory, behind model/device_forward.cpp).
+class FakeDeviceMemory final : public KvDeviceMemory {
+ public:
+  explicit FakeDeviceMemory(size_t bytes) : k_(bytes), v_(bytes) {}
+  uint8_t* k() override { return k_.data(); }
+  uint8_t* v() override { return v_.data(); }
+  Status copy(int64_t src, int64_t dst, int64_t bytes, int64_t count, int64_t stride) override {
+    if (fail) return make_error("device copy failed");
+    for (int64_t i = 0; i < count; ++i) {
+      std::copy_n(k_.data() + src + i * stride, bytes, k_.data() + dst + i * stride);
+      std::copy_n(v_.data() + src + i * stride, bytes, v_.data() + dst + i * stride);
+    }
+    ++copies;
+    return Status::success();
+  }
+  std::string where() const override { return "fake device memory"; }
+  bool fail = false;
+  int copies = 0;
+
+ private:
+  std::vector<uint8_t> k_, v_;
+};
+
+TEST(KvPool, OnDeviceUsesTheDevicesAddressesAndCopies) {
+  const KvPoolShape shape{2, 4, 16, 2, 8, KvDtype::kF16};
+  auto memory = std::make_unique<FakeDeviceMemory>(static_cast<size_t>(shape.n_layer * shape.layer_bytes()));
+  FakeDeviceMemory* m = memory.get();
+  auto pool = KvPool::create_on_device(shape, std::move(memory));
+  ASSERT_TRUE(pool.ok()) << pool.error().message;
+  KvPool& p = **pool;
+  EXPECT_TRUE(p.on_device());
+  EXPECT_EQ(p.k(0), m->k());
+  EXPECT_EQ(p.v(1), m->v() + shape.layer_bytes());
+  p.prefault();  // nothing to touch on the host
+  const int64_t block_bytes = shape.block_size * shape.slot_bytes();
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t i = 0; i < block_bytes; ++i) p.k(l)[block_bytes + i] = p.v(l)[block_bytes + i] = uint8_t(l * 7 + i);
+  ASSERT_TRUE(p.copy_block(BlockId{1}, BlockId{3}, 5).ok());
+  EXPECT_EQ(m->copies, 1);  // one call for every layer
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t i = 0; i < 5 * shape.slot_bytes(); ++i) {
+      ASSERT_EQ(p.k(l)[3 * block_bytes + i], uint8_t(l * 7 + i));
+      ASSERT_EQ(p.v(l)[3 * block_bytes + i], uint8_t(l * 7 + i));
+    }
+    EXPECT_EQ(p.k(l)[3 * block_bytes + 5 * shape.slot_bytes()], 0);  // slot 5 is not copied
+  }
+  EXPECT_NE(p.describe().find("in fake device memory"), std::string::npos) << p.describe();
+  m->fail = true;
+  const Status st = p.copy_block(BlockId{0}, BlockId{2}, 1);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message, "device copy failed");
+  // The shape is checked as for a host pool; a pool needs its memory.
+  EXPECT_FALSE(KvPool::create_on_device({2, 0, 16, 2, 8}, std::make_unique<FakeDeviceMemory>(16)).ok());
+  EXPECT_FALSE(KvPool::create_on_device(shape, nullptr).ok());
+}
+
+}  // namespace
 }  // namespace pagoda
