@@ -489,14 +489,15 @@ void Engine::run_until_idle() {
   }
 }
 
+void Engine::fail_step(const SchedulerStep& sched, const std::string& message) {
+  for (const ScheduledChunk& c : sched.chunks)
+    if (c.seq->state != Sequence::State::kFinished) finish(*c.seq, FinishReason::kError, message);
+}
+
 void Engine::run_batch(const SchedulerStep& sched) {
   for (const BlockCopy& c : sched.copies) {
     const Status copied = kv_->copy_block(c.src, c.dst, c.num_slots);
-    if (!copied.ok()) {
-      for (const ScheduledChunk& ch : sched.chunks)
-        if (ch.seq->state != Sequence::State::kFinished) finish(*ch.seq, FinishReason::kError, copied.error().message);
-      return;
-    }
+    if (!copied.ok()) return fail_step(sched, copied.error().message);
   }
 
   // Build the step's batch: tokens, positions, slots and the attention metadata.
@@ -534,11 +535,7 @@ void Engine::run_batch(const SchedulerStep& sched) {
   if (config_.parallel_masks) prefetch_masks();
   Status st = forward_batch_buffers(max_blocks);
   if (mask_prefetcher_) mask_prefetcher_->wait();
-  if (!st.ok()) {
-    for (const ScheduledChunk& c : sched.chunks)
-      if (c.seq->state != Sequence::State::kFinished) finish(*c.seq, FinishReason::kError, st.error().message);
-    return;
-  }
+  if (!st.ok()) return fail_step(sched, st.error().message);
   accumulate_anchor_attention(sched);
   for (const ScheduledChunk& c : sched.chunks) {
     c.seq->num_computed += c.num_tokens;

@@ -234,6 +234,8 @@ class Engine {
   void take_inbox();
   void admit_request(std::unique_ptr<RequestState> rs);
   void process_cancellations();
+  // Ends every unfinished sequence of the step with an error (a block copy or the forward pass failed).
+  void fail_step(const SchedulerStep& sched, const std::string& message);
   void run_batch(const SchedulerStep& sched);
   void sample_and_emit(Sequence& s, std::span<const float> logits);
   // Appends `token` to the sequence and emits it (stop checks, grammar, length); `logits` are the ones behind it.

@@ -22,7 +22,10 @@ SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, int64_t n_c
       n_ctx_(n_ctx),
       kv_dtype_(kv_dtype),
       device_(std::move(device)),
-      device_kv_(std::move(device_kv)) {}
+      device_kv_(std::move(device_kv)) {
+  d_table_.resize(device_kv_->shape().num_blocks);
+  for (size_t b = 0; b < d_table_.size(); ++b) d_table_[b] = static_cast<int32_t>(b);
+}
 
 Result<std::unique_ptr<SequenceRunner>> SequenceRunner::create(const Model& model, ThreadPool& pool, int64_t n_ctx,
                                                                KvDtype kv_dtype, Device device) {
@@ -53,25 +56,8 @@ Status SequenceRunner::eval_on_device(std::span<const int32_t> tokens, bool all_
   if (pos0 + T > n_ctx_)
     return make_error("context full: " + std::to_string(pos0 + T) + " tokens exceed the context size of " +
                       std::to_string(n_ctx_));
-  d_positions_.resize(T);
-  d_slots_.resize(T);
-  for (int64_t t = 0; t < T; ++t) d_slots_[t] = d_positions_[t] = static_cast<int32_t>(pos0 + t);
-  d_rows_.clear();
-  for (int64_t t = all_logits ? 0 : T - 1; t < T; ++t) d_rows_.push_back(static_cast<int32_t>(t));
   const KvPoolShape& shape = device_kv_->shape();
-  d_table_.resize(shape.num_blocks);
-  for (int64_t b = 0; b < shape.num_blocks; ++b) d_table_[b] = static_cast<int32_t>(b);
-  const int32_t cu[2] = {0, static_cast<int32_t>(T)};
-  const int32_t kv_len = static_cast<int32_t>(pos0 + T);
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.positions = d_positions_;
-  batch.slot_mapping = d_slots_;
-  batch.cu_seqlens_q = cu;
-  batch.seq_lens_kv = std::span<const int32_t>(&kv_len, 1);
-  batch.block_table = d_table_;
-  batch.max_blocks = static_cast<int32_t>(shape.num_blocks);
-  batch.logit_rows = d_rows_;
+  const ForwardBatch batch = d_batch_.make(tokens, pos0, all_logits, d_table_);
   KvStorage storage;
   storage.k_base = device_kv_->k(0);
   storage.v_base = device_kv_->v(0);

@@ -54,8 +54,8 @@ class SequenceRunner {
   std::unique_ptr<DeviceForward> device_;  // the device path (null on the CPU), before its pool: outlives it
   std::unique_ptr<KvPool> device_kv_;      // [n_ctx / kDeviceBlock blocks] of the device; block b at table row b
   int64_t device_length_ = 0;
-  std::vector<int32_t> d_positions_, d_rows_, d_table_;
-  std::vector<int64_t> d_slots_;
+  std::vector<int32_t> d_table_;  // [num_blocks] = 0, 1, 2, ...: block b holds positions b * block_size ..
+  SingleSequenceBatch d_batch_;
   TransformerWorkspace ws_;
   std::vector<float> logits_;
 };

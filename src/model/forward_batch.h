@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kv/kv_dtype.h"
 
@@ -56,6 +57,38 @@ class AttentionOverride {
   // q: [num_tokens, q_dim], k and v: [num_tokens, kv_dim] this step's rows after RoPE; out: [num_tokens, q_dim].
   virtual void attend(int64_t layer, const float* q, const float* k, const float* v, int64_t num_tokens,
                       float* out) = 0;
+};
+
+// The metadata of one sequence's step over a cache whose slot is the position (the single-sequence paths: the
+// contiguous CPU cache, the device runner's pool): tokens at positions pos0 .. pos0 + T - 1, the block table `table`,
+// and the logits of every token or of the last. The returned batch points into this object and `table`.
+struct SingleSequenceBatch {
+  std::vector<int32_t> positions;  // [T]
+  std::vector<int64_t> slots;      // [T] = positions
+  std::vector<int32_t> logit_rows;
+  int32_t cu[2] = {0, 0};
+  int32_t kv_len = 0;
+
+  ForwardBatch make(std::span<const int32_t> tokens, int64_t pos0, bool all_logits, std::span<const int32_t> table) {
+    const int64_t T = static_cast<int64_t>(tokens.size());
+    positions.resize(T);
+    slots.resize(T);
+    for (int64_t t = 0; t < T; ++t) slots[t] = positions[t] = static_cast<int32_t>(pos0 + t);
+    logit_rows.clear();
+    for (int64_t t = all_logits ? 0 : T - 1; t < T; ++t) logit_rows.push_back(static_cast<int32_t>(t));
+    cu[1] = static_cast<int32_t>(T);
+    kv_len = static_cast<int32_t>(pos0 + T);
+    ForwardBatch b;
+    b.tokens = tokens;
+    b.positions = positions;
+    b.slot_mapping = slots;
+    b.cu_seqlens_q = cu;
+    b.seq_lens_kv = std::span<const int32_t>(&kv_len, 1);
+    b.block_table = table;
+    b.max_blocks = static_cast<int32_t>(table.size());
+    b.logit_rows = logit_rows;
+    return b;
+  }
 };
 
 // Which attention implementation the forward uses: the fused paged kernel (default), or the reference that

@@ -248,23 +248,8 @@ Status transformer_forward(const Model& model, std::span<const int32_t> tokens, 
     return make_error("context full: " + std::to_string(pos0 + T) + " tokens exceed the context size of " +
                       std::to_string(kv.capacity()));
   // The contiguous cache is one block of `capacity` slots; slot = position.
-  ws.positions.resize(T);
-  ws.slots.resize(T);
-  for (int64_t t = 0; t < T; ++t) ws.slots[t] = ws.positions[t] = static_cast<int32_t>(pos0 + t);
-  ws.logit_rows.clear();
-  for (int64_t t = all_logits ? 0 : T - 1; t < T; ++t) ws.logit_rows.push_back(static_cast<int32_t>(t));
-  const int32_t cu[2] = {0, static_cast<int32_t>(T)};
-  const int32_t kv_len = static_cast<int32_t>(pos0 + T);
   const int32_t block0 = 0;
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.positions = ws.positions;
-  batch.slot_mapping = ws.slots;
-  batch.cu_seqlens_q = cu;
-  batch.seq_lens_kv = std::span<const int32_t>(&kv_len, 1);
-  batch.block_table = std::span<const int32_t>(&block0, 1);
-  batch.max_blocks = 1;
-  batch.logit_rows = ws.logit_rows;
+  const ForwardBatch batch = ws.single.make(tokens, pos0, all_logits, std::span<const int32_t>(&block0, 1));
   KvStorage storage;
   storage.k_base = kv.k(0);
   storage.v_base = kv.v(0);

@@ -27,9 +27,7 @@ struct TransformerWorkspace {
   std::vector<float> attn_proj;     // [T, n_embd] the attention sub-layer's output (parallel residual only)
   std::vector<float> gate;          // [T, n_ff]
   std::vector<float> up;            // [T, n_ff]
-  std::vector<int32_t> positions;   // [T] (single-sequence wrapper)
-  std::vector<int64_t> slots;       // [T] (single-sequence wrapper)
-  std::vector<int32_t> logit_rows;  // (single-sequence wrapper)
+  SingleSequenceBatch single;       // the single-sequence wrapper's metadata
   std::vector<int32_t> kv_begin;    // [num_seqs] one layer's first attended key per sequence (layer mask)
   void reserve(const ModelHParams& hp, int64_t num_tokens);
 };
