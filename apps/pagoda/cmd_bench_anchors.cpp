@@ -52,6 +52,7 @@ struct AnchorBenchOptions {
   // Poisson arrivals (run only when rates are given): rounds x rates x modes, interleaved.
   std::vector<double> request_rates;
   int32_t arrival_requests = 32;
+  double unrelated_share = 0;  // eviction traffic among the arrivals
   int32_t rounds = 3;
   double slo_ttft_ms = 1000;
   double slo_itl_ms = 200;
@@ -597,6 +598,7 @@ int run(AnchorBenchOptions o) {
           spec.round = static_cast<uint64_t>(round);
           spec.slo_ttft_ms = o.slo_ttft_ms;
           spec.slo_itl_ms = o.slo_itl_ms;
+          spec.unrelated_share = o.unrelated_share;
           prog(std::string("arrivals ") + bench_mode_name(mode) + " rate=" + std::to_string(rate) + " round " +
                std::to_string(round + 1) + "/" + std::to_string(o.rounds));
           auto r = run_arrival_cell(setup, spec);
@@ -611,7 +613,13 @@ int run(AnchorBenchOptions o) {
                          {"seconds", r->seconds}, {"peak_running", r->peak_running},
                          {"ttft_p50_ms", r->ttft_ms.median}, {"ttft_p99_ms", r->ttft_ms.p99},
                          {"itl_p50_ms", r->itl_ms.median}, {"itl_p99_ms", r->itl_ms.p99},
-                         {"e2e_p50_ms", r->e2e_ms.median}});
+                         {"e2e_p50_ms", r->e2e_ms.median}, {"unrelated_share", o.unrelated_share},
+                         {"unrelated_requests", r->unrelated_requests},
+                         {"unrelated_ttft_p50_ms", r->unrelated_ttft_ms.median},
+                         {"unrelated_ttft_p99_ms", r->unrelated_ttft_ms.p99},
+                         {"cached_prompt_tokens_mean", r->cached_prompt_tokens_mean},
+                         {"text_fully_cached_share", r->text_fully_cached_share}, {"preemptions", r->preemptions},
+                         {"kv_cache_mem", o.kv_cache_mem}});
           if (o.check)
             checks.expect(r->requests == o.arrival_requests && r->tokens == int64_t{r->requests} * o.gen,
                           std::string("arrivals ") + bench_mode_name(mode) + ": " + std::to_string(r->tokens) +
@@ -726,7 +734,8 @@ void add_bench_anchors_command(CLI::App& bench, Action& action) {
       "  none                 no anchor: the request is BOS + its own T tokens\n"
       "  text                 A tokens of anchor text pasted before the request's tokens, prefix cache off\n"
       "  text-cached          the same with the prefix cache on, primed by an earlier request (warm)\n"
-      "  text-cached-evicted  the same after unrelated traffic pushed the text out of the cache\n"
+      "  text-cached-evicted  the same after unrelated traffic pushed the text out of the cache (closed waves;\n"
+      "                       under Poisson arrivals, --unrelated-share mixes such traffic in with any mode)\n"
       "  anchor               a verified anchor pinned in the pool; the request names its digest\n"
       "  anchor-layers        the same, visible only to the layers of --anchor-layers\n"
       "  rag                  the text retrieved per request from a store of --snippets snippets, then pasted\n"
@@ -766,6 +775,10 @@ void add_bench_anchors_command(CLI::App& bench, Action& action) {
       ->check(CLI::Range(1e-3, 1e6));
   cmd->add_option("--arrival-requests", o->arrival_requests, "Requests per arrivals cell (default 32)")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--unrelated-share", o->unrelated_share,
+                  "Eviction traffic: this share of the arrivals are unrelated requests (A + T tokens of their own) that "
+                  "compete for the pool (--kv-cache-mem) with the mode's cached text (default 0)")
+      ->check(CLI::Range(0.0, 0.95));
   cmd->add_option("--rounds", o->rounds, "Interleaved rounds of the arrivals cells (default 3)")->check(CLI::Range(1, 100));
   cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "Goodput SLO: a request's TTFT bound (default 1000 ms)")
       ->check(CLI::Range(0.0, 1e9));

@@ -234,7 +234,7 @@ int run_library(const LibraryCmd& o) {
 // ---- eval ----
 struct EvalCmd {
   std::string model, test_pairs, out, format = "text", task = "story", distractors = "all";
-  std::vector<std::string> maps;
+  std::vector<std::string> maps, methods;
   uint64_t seed = 1;
   int instances = 10;
   double tau = 0.9;
@@ -297,6 +297,7 @@ int run_eval(const EvalCmd& o) {
   e.warm_start_off = o.off;
   e.timing_repeats = o.repeats;
   e.threads = o.threads;
+  e.methods = o.methods;
   auto result =
       evaluate(**model, test, distractors, maps, e, [](int64_t d, int64_t t) { progress_line("eval", d, t); });
   if (!result.ok()) return fail(result.error().message);
@@ -419,6 +420,12 @@ void add_warmstart_command(CLI::App& app, Action& action) {
     c->add_flag("--search-scaling", o->search_scaling,
                 "Also time exact and HNSW search over 1k, 10k and 100k random embeddings of the model's width");
     c->add_flag("--off", o->off, "Warm start off: `served` is always cold (its KL must be 0)");
+    c->add_option("--methods", o->methods,
+                  "Methods to run (comma-separated; default all): served, projected (every maps file's form), "
+                  "no-projection, oracle-summary, oracle-summary:R=1, neighbour-kv, neighbour-kv-blend, "
+                  "response-cache, no-cache, prefix-cache. The cold reference always runs")
+        ->delimiter(',')
+        ->check(CLI::IsMember(kEvalMethods));
     c->add_option("--repeats", o->repeats, "Timings per request and method, median (default 3)")->check(CLI::Range(1, 100));
     c->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}));
     c->add_option("--out", o->out, "Folder for requests.jsonl, summary.json and plots.svg");

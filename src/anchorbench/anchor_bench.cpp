@@ -98,20 +98,24 @@ class CellRunner {
   // Requests [first, first + arrivals.size()) sent at arrivals[i] seconds after the start (ascending; an open loop:
   // a request arrives whether or not the earlier ones are done), the engine stepped on this thread in between.
   // Each request's TTFT counts from its own arrival.
-  Result<ArrivalResult> run_arrivals(int64_t first, const std::vector<double>& arrivals, double slo_ttft_ms,
-                                     double slo_itl_ms) {
+  // unrelated[i] != 0 makes arrival i an unrelated request (eviction traffic): counted apart from the mode's.
+  Result<ArrivalResult> run_arrivals(int64_t first, const std::vector<double>& arrivals,
+                                     const std::vector<uint8_t>& unrelated, double slo_ttft_ms, double slo_itl_ms) {
     const size_t n = arrivals.size();
     Wave w;
     std::vector<std::shared_ptr<RequestStream>> streams;
     std::vector<Clock::time_point> sent;
     std::vector<std::vector<Clock::time_point>> times(n);
+    std::vector<int64_t> cached(n, -1);
     ArrivalResult out;
+    const EngineStats before = e_.stats();
     const auto t0 = Clock::now();
     size_t next = 0;
     for (;;) {
       const double elapsed = ms_between(t0, Clock::now()) / 1e3;
       while (next < n && arrivals[next] <= elapsed) {
-        auto r = make_request(first + static_cast<int64_t>(next), &w);
+        auto r = unrelated[next] ? unrelated_request(first + static_cast<int64_t>(next))
+                                 : make_request(first + static_cast<int64_t>(next), &w);
         if (!r.ok()) return r.error();
         sent.push_back(Clock::now());
         streams.push_back(e_.submit(std::move(*r)));
@@ -123,7 +127,10 @@ class CellRunner {
       for (size_t i = 0; i < streams.size(); ++i) {
         StreamEvent ev;
         while (streams[i]->try_next(&ev)) {
-          if (ev.kind == StreamEvent::Kind::kToken) times[i].push_back(now);
+          if (ev.kind == StreamEvent::Kind::kToken) {
+            times[i].push_back(now);
+            if (ev.cached_prompt_tokens >= 0 && cached[i] < 0) cached[i] = ev.cached_prompt_tokens;
+          }
           if (ev.kind == StreamEvent::Kind::kFinished && ev.finish == FinishReason::kError)
             return make_error("a benchmark request failed: " + ev.error);
         }
@@ -135,9 +142,23 @@ class CellRunner {
       }
     }
     const auto t_end = Clock::now();
-    std::vector<double> ttft, itl, e2e;
+    std::vector<double> ttft, itl, e2e, unrelated_ttft;
+    // The anchor's text in whole blocks: what a prefix cache can hold of it (a pinned anchor holds it all).
+    const int64_t bs = e_.stats().block_size;
+    const int64_t text = static_cast<int64_t>(prep_.text_tokens.size());
+    const int64_t cacheable = spec_.mode == BenchMode::kNone ? 0 : text / bs * bs;
+    double cached_sum = 0;
+    int32_t fully = 0;
     for (size_t i = 0; i < n; ++i) {
       if (times[i].empty()) return make_error("a benchmark request produced no token");
+      if (unrelated[i]) {
+        unrelated_ttft.push_back(ms_between(sent[i], times[i].front()));
+        ++out.unrelated_requests;
+        continue;
+      }
+      const int64_t c = std::max<int64_t>(cached[i], 0);
+      cached_sum += static_cast<double>(c);
+      fully += cacheable > 0 && c >= cacheable;
       ttft.push_back(ms_between(sent[i], times[i].front()));
       e2e.push_back(ms_between(sent[i], times[i].back()));
       std::vector<double> own;
@@ -147,7 +168,11 @@ class CellRunner {
       out.good += ttft.back() <= slo_ttft_ms && own_itl_p99 <= slo_itl_ms;
       out.tokens += static_cast<int64_t>(times[i].size());
     }
-    out.requests = static_cast<int32_t>(n);
+    out.requests = static_cast<int32_t>(n) - out.unrelated_requests;
+    out.cached_prompt_tokens_mean = out.requests > 0 ? cached_sum / out.requests : 0;
+    out.text_fully_cached_share = out.requests > 0 ? static_cast<double>(fully) / out.requests : 0;
+    out.unrelated_ttft_ms = loadgen::summarize(unrelated_ttft);
+    out.preemptions = e_.stats().preemptions - before.preemptions;
     out.seconds = ms_between(t0, t_end) / 1e3;
     out.ttft_ms = loadgen::summarize(ttft);
     out.itl_ms = loadgen::summarize(itl);
@@ -182,6 +207,20 @@ class CellRunner {
   }
 
  private:
+  // Eviction traffic: BOS and A + T tokens of its own (the mode's prompt length), nothing shared with anything.
+  Result<GenerationRequest> unrelated_request(int64_t index) {
+    GenerationRequest r;
+    r.id = "u" + std::to_string(index);
+    r.max_tokens = spec_.gen_tokens;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0.0f;
+    r.prompt = bos_tokens(m_);
+    const std::vector<int32_t> own = own_tokens(m_, setup_.seed ^ 0x0bad5eedull, index,
+                                                static_cast<int64_t>(prep_.text_tokens.size()) + spec_.context_tokens);
+    r.prompt.insert(r.prompt.end(), own.begin(), own.end());
+    return r;
+  }
+
   Result<GenerationRequest> make_request(int64_t index, Wave* w) {
     GenerationRequest r;
     r.id = "r" + std::to_string(index);
@@ -429,6 +468,8 @@ Result<ArrivalResult> run_arrival_cell(const BenchSetup& setup, const ArrivalSpe
     return make_error(std::string("Poisson arrivals: the ") + bench_mode_name(mode) + " mode is not supported");
   if (mode != BenchMode::kNone && spec.cell.anchor_tokens < 2) return make_error("an anchor needs at least 2 tokens");
   if (!(spec.rate > 0) || spec.requests < 1) return make_error("Poisson arrivals need a rate > 0 and requests >= 1");
+  if (!(spec.unrelated_share >= 0 && spec.unrelated_share <= 0.95))
+    return make_error("Poisson arrivals: the unrelated share must be in [0, 0.95]");
   if (mode == BenchMode::kRag && setup.store == nullptr) return make_error("the rag mode needs a snippet store");
   Prepared prep;
   if (mode != BenchMode::kNone) {
@@ -449,8 +490,14 @@ Result<ArrivalResult> run_arrival_cell(const BenchSetup& setup, const ArrivalSpe
   CellRunner runner(setup, spec.cell, e, prep);
   if (auto warm = runner.run_wave(-1, 1); !warm.ok()) return warm.error();  // as the cells: one warm-up request
   Rng rng(setup.seed * 0x9e3779b97f4a7c15ull + spec.round * 7919 + 17);
-  const std::vector<double> arrivals = loadgen::arrival_times(rng, spec.requests, spec.rate);
-  auto r = runner.run_arrivals(static_cast<int64_t>(spec.round) * spec.requests, arrivals, spec.slo_ttft_ms,
+  const int32_t total =
+      spec.requests + static_cast<int32_t>(std::lround(spec.requests * spec.unrelated_share / (1 - spec.unrelated_share)));
+  const std::vector<double> arrivals = loadgen::arrival_times(rng, total, spec.rate);
+  std::vector<uint8_t> unrelated(total, 0);
+  std::fill(unrelated.begin() + spec.requests, unrelated.end(), 1);
+  for (int32_t i = total - 1; i > 0; --i)  // Fisher-Yates with the round's generator: every mode, the same order
+    std::swap(unrelated[i], unrelated[rng.next_u64() % static_cast<uint64_t>(i + 1)]);
+  auto r = runner.run_arrivals(static_cast<int64_t>(spec.round) * total, arrivals, unrelated, spec.slo_ttft_ms,
                                spec.slo_itl_ms);
   if (!r.ok()) return r.error();
   r->spec = spec;

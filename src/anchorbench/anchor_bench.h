@@ -97,12 +97,17 @@ Result<CellResult> run_cell(const BenchSetup& setup, const CellSpec& spec, const
 // round sees the same arrival times), on a fresh engine after one warm-up request. A request is good when its TTFT
 // <= slo_ttft_ms and the 99th percentile of its own inter-token latencies <= slo_itl_ms; goodput is good requests
 // per second of the run (first arrival to last token). The cell's concurrency and waves are not used.
+// Eviction traffic: with unrelated_share s > 0, the Poisson process of `rate` carries requests / (1 - s) arrivals,
+// a seeded shuffle makes `requests` of them the mode's and the rest unrelated requests (BOS and A + T tokens of
+// their own, nothing shared, the same gen), which compete for the pool (--kv-cache-mem) and push the mode's cached
+// text out of it when the pool is small. The latencies, the goodput and the cached tokens are the mode's requests'.
 struct ArrivalSpec {
   CellSpec cell;
   double rate = 1.0;
   int32_t requests = 32;
   uint64_t round = 0;
   double slo_ttft_ms = 1000, slo_itl_ms = 200;
+  double unrelated_share = 0;  // in [0, 0.95]
 };
 struct ArrivalResult {
   ArrivalSpec spec;
@@ -114,6 +119,13 @@ struct ArrivalResult {
   int64_t tokens = 0;
   int32_t peak_running = 0;
   loadgen::LatencySummary ttft_ms, itl_ms, e2e_ms;
+  // The mode's requests: prompt tokens found cached at admission (prefix cache or the pinned anchor), mean per
+  // request, and the share of requests that found all of the anchor's text (whole blocks of it) cached.
+  double cached_prompt_tokens_mean = 0;
+  double text_fully_cached_share = 0;
+  int32_t unrelated_requests = 0;
+  loadgen::LatencySummary unrelated_ttft_ms;
+  int64_t preemptions = 0;  // the engine's, over the run (all requests)
 };
 Result<ArrivalResult> run_arrival_cell(const BenchSetup& setup, const ArrivalSpec& spec);
 

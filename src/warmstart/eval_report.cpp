@@ -123,6 +123,7 @@ nlohmann::ordered_json summarize_eval(const EvalResult& res, double tau, int q) 
     if (r.hit) hits.push_back(&r);
     (r.adversarial ? adversarial : paraphrase).push_back(&r);
   }
+  const bool served_ran = std::find(res.methods.begin(), res.methods.end(), "served") != res.methods.end();
   nlohmann::ordered_json s;
   s["requests"] = all.size();
   s["skipped"] = res.skipped;
@@ -141,7 +142,7 @@ nlohmann::ordered_json summarize_eval(const EvalResult& res, double tau, int q) 
       std::vector<const RequestOutcome*> h;
       for (const auto* r : hits)
         if (r->neighbour_kind == kind) h.push_back(r);
-      if (h.empty() || !h.front()->has_answer) continue;
+      if (h.empty() || !h.front()->has_answer || !served_ran) continue;
       s["hits_by_neighbour_kind"][kind] = {{"hits", h.size()}, {"cold_accuracy", cold_accuracy(h)},
                                            {"served", method_stats(h, "served", q)}};
     }
@@ -150,7 +151,7 @@ nlohmann::ordered_json summarize_eval(const EvalResult& res, double tau, int q) 
   s["library"] = {{"entries", res.library_entries}, {"bytes", res.library_bytes},
                   {"summary_bytes_per_entry", res.summary_bytes}, {"full_f16_kv_bytes_mean", res.full_kv_bytes_mean},
                   {"build_seconds", res.library_seconds}};
-  {
+  if (served_ran) {
     std::vector<double> c2, s2;
     for (const auto* r : all) {
       c2.push_back(r->cold_token2_s * 1e3);
@@ -194,6 +195,7 @@ nlohmann::ordered_json summarize_eval(const EvalResult& res, double tau, int q) 
       first_form = method;
       break;
     }
+  if (first_form.empty()) return s;  // no projected method was run (`--methods`): no sweep, no TTFT crossover
   for (double t : {0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 0.995, 0.999, 0.9995, 0.9999}) {
     std::vector<const RequestOutcome*> h;
     for (const auto* r : all)
@@ -268,7 +270,7 @@ std::string eval_plots_svg(const EvalResult& res, const std::string& heading) {
       first_form = m;
       break;
     }
-  {
+  if (!first_form.empty()) {
     LineChart c{"Hit rate and mean KL over the threshold tau (" + first_form + ")", "tau", "hit rate / mean KL", {}};
     Curve hr{"hit rate", {}, true}, kl{"mean KL over hits", {}, true};
     for (double t = 0.5; t <= 0.991; t += 0.01) {

@@ -147,11 +147,22 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
   TransformerWorkspace ws;
   ColdPath cold(model, pool);
   EvalResult result;
-  result.methods.push_back("served");
-  for (const auto& m : maps) result.methods.push_back("projected:" + to_string(m.projector.form()));
-  for (const char* name : {"no-projection", "oracle-summary", "oracle-summary:R=1", "neighbour-kv", "neighbour-kv-blend", "response-cache",
-                           "no-cache", "prefix-cache"})
-    result.methods.push_back(name);
+  for (const auto& name : o.methods)
+    if (std::find(kEvalMethods.begin(), kEvalMethods.end(), name) == kEvalMethods.end())
+      return make_error("warm start eval: unknown method '" + name + "' (known: served, projected, no-projection, "
+                        "oracle-summary, oracle-summary:R=1, neighbour-kv, neighbour-kv-blend, response-cache, "
+                        "no-cache, prefix-cache)");
+  auto wants = [&](const std::string& name) {
+    return o.methods.empty() || std::find(o.methods.begin(), o.methods.end(), name) != o.methods.end();
+  };
+  for (const auto& name : kEvalMethods) {
+    if (!wants(name)) continue;
+    if (name != "projected") {
+      result.methods.push_back(name);
+      continue;
+    }
+    for (const auto& m : maps) result.methods.push_back("projected:" + to_string(m.projector.form()));
+  }
 
   // Keep the pairs whose prompts fit: prefix >= m, prompt + continuation + quality tokens inside the context.
   struct Item {
@@ -314,15 +325,18 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       return cold.prefill(it.target, 0, out);
     };
     std::vector<float> first;
-    PAGODA_RETURN_IF_ERROR(served_first(first));
-    PAGODA_RETURN_IF_ERROR(add("served", first, time_it([&] { (void)served_first(scratch); })));
-    r.served_token2_s = time_it([&] {
-      (void)served_first(scratch);
-      if (r.hit) (void)cold.prefill(it.target, 0, logits);  // the exact prefill still runs
-      (void)cold.step(argmax(scratch), logits);
-    });
+    if (wants("served")) {
+      PAGODA_RETURN_IF_ERROR(served_first(first));
+      PAGODA_RETURN_IF_ERROR(add("served", first, time_it([&] { (void)served_first(scratch); })));
+      r.served_token2_s = time_it([&] {
+        (void)served_first(scratch);
+        if (r.hit) (void)cold.prefill(it.target, 0, logits);  // the exact prefill still runs
+        (void)cold.step(argmax(scratch), logits);
+      });
+    }
 
     for (const auto& m : maps) {
+      if (!wants("projected")) break;
       auto run = [&](std::vector<float>& out) -> Status {
         const auto h = search();
         auto projected = m.projector.apply(library.entry(h->index).summary, delta_to(m.projector, h->index));
@@ -332,7 +346,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       PAGODA_RETURN_IF_ERROR(run(first));
       PAGODA_RETURN_IF_ERROR(add("projected:" + to_string(m.projector.form()), first, time_it([&] { (void)run(scratch); })));
     }
-    {
+    if (wants("no-projection")) {
       auto run = [&](std::vector<float>& out) -> Status {
         const auto h = search();
         return slot_forward(model, it.target.back(), library.entry(h->index).summary, pool, ws, out);
@@ -340,21 +354,25 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       PAGODA_RETURN_IF_ERROR(run(first));
       PAGODA_RETURN_IF_ERROR(add("no-projection", first, time_it([&] { (void)run(scratch); })));
     }
-    {
+    if (wants("oracle-summary") || wants("oracle-summary:R=1")) {
       auto state = run_prompt(model, it.target, pool, ws);
       if (!state.ok()) return state.error();
-      auto own = summarize_prefix(hp, *state, so);
-      if (!own.ok()) return own.error();
-      PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), *own, pool, ws, first));
-      PAGODA_RETURN_IF_ERROR(add("oracle-summary", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own, pool, ws, scratch); })));
-      SummaryOptions r1 = so;
-      r1.ref_positions = 1;  // the next token's own query only: the seed's objective for C
-      auto own_r1 = summarize_prefix(hp, *state, r1);
-      if (!own_r1.ok()) return own_r1.error();
-      PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), *own_r1, pool, ws, first));
-      PAGODA_RETURN_IF_ERROR(add("oracle-summary:R=1", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own_r1, pool, ws, scratch); })));
+      if (wants("oracle-summary")) {
+        auto own = summarize_prefix(hp, *state, so);
+        if (!own.ok()) return own.error();
+        PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), *own, pool, ws, first));
+        PAGODA_RETURN_IF_ERROR(add("oracle-summary", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own, pool, ws, scratch); })));
+      }
+      if (wants("oracle-summary:R=1")) {
+        SummaryOptions r1 = so;
+        r1.ref_positions = 1;  // the next token's own query only: the seed's objective for C
+        auto own_r1 = summarize_prefix(hp, *state, r1);
+        if (!own_r1.ok()) return own_r1.error();
+        PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), *own_r1, pool, ws, first));
+        PAGODA_RETURN_IF_ERROR(add("oracle-summary:R=1", first, time_it([&] { (void)slot_forward(model, it.target.back(), *own_r1, pool, ws, scratch); })));
+      }
     }
-    {
+    if (wants("neighbour-kv")) {
       // The neighbour's exact prefix cache (all but its last token), the target's last token after it.
       const auto& src = library_tokens[n];
       std::vector<int32_t> seq(src.begin(), src.end() - 1);
@@ -366,7 +384,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       });
       PAGODA_RETURN_IF_ERROR(add("neighbour-kv", first, t));
     }
-    {
+    if (wants("neighbour-kv-blend")) {
       // CacheBlend-style (baseline 4 with recompute): the neighbour's exact cache position by position, with the
       // target's own tokens recomputed where the neighbour has no entry and at the most-deviating aligned
       // positions, about 15% of the prefix in all; then the target's last token over the blend. Deviation: the
@@ -424,13 +442,14 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       std::sort(times.begin(), times.end());
       PAGODA_RETURN_IF_ERROR(add("neighbour-kv-blend", first, times[times.size() / 2]));
     }
-    PAGODA_RETURN_IF_ERROR(add("response-cache", source_cold_logits[n], time_it([&] { (void)search(); })));
-    {
+    if (wants("response-cache"))
+      PAGODA_RETURN_IF_ERROR(add("response-cache", source_cold_logits[n], time_it([&] { (void)search(); })));
+    if (wants("no-cache")) {
       const SlotCache none = SlotCache::empty_for(hp, 0);
       PAGODA_RETURN_IF_ERROR(slot_forward(model, it.target.back(), none, pool, ws, first));
       PAGODA_RETURN_IF_ERROR(add("no-cache", first, time_it([&] { (void)slot_forward(model, it.target.back(), none, pool, ws, scratch); })));
     }
-    {
+    if (wants("prefix-cache")) {
       // Exact prefix cache: the target's tokens shared with the neighbour from the start, in whole blocks,
       // leaving at least the last token to run.
       const auto& src = library_tokens[n];

@@ -37,7 +37,16 @@ struct EvalOptions {
   int threads = 1;
   int prefix_block = 16;  // the prefix cache's block size (hits are whole blocks)
   int blend_recompute_percent = 15;  // neighbour-kv-blend: share of the prefix recomputed
+  // The methods to run: names from kEvalMethods ("projected" stands for every projected:<form>); empty means all.
+  // A large run that asks one question (e.g. oracle-summary:R=1 against cold) runs only that method. The cold
+  // reference and the library search run always.
+  std::vector<std::string> methods;
 };
+
+// Every method, in the order they run and are reported.
+inline const std::vector<std::string> kEvalMethods = {
+    "served",         "projected",      "no-projection", "oracle-summary", "oracle-summary:R=1", "neighbour-kv",
+    "neighbour-kv-blend", "response-cache", "no-cache",  "prefix-cache"};
 
 struct MethodOutcome {
   std::string method;

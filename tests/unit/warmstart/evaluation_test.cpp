@@ -54,6 +54,46 @@ TEST(Evaluation, ColdEquivalentMethodsAreExactlyCold) {
   }
 }
 
+TEST(Evaluation, AMethodSubsetRunsOnlyThoseAndGivesTheSameNumbers) {
+  const Model& model = stories260k();
+  DataOptions data;
+  data.instances_per_template = 1;
+  data.adversarial_per_template = 0;
+  data.max_body_sentences = 6;
+  const PairSplit split = generate_pairs(data);
+  std::vector<TextPair> train;
+  for (const auto& p : split.train) train.push_back({p.source, p.target});
+  FitOptions fit;
+  fit.summary.m = 8;
+  FitReport report;
+  auto maps = fit_maps(model, train, fit, report);
+  ASSERT_TRUE(maps.ok()) << maps.error().message;
+  EvalOptions o;
+  o.timing_repeats = 1;
+  o.quality_tokens = 4;
+  auto all = evaluate(model, split.test, {}, {*maps}, o);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  o.methods = {"no-cache", "projected", "oracle-summary:R=1"};  // run in kEvalMethods' order
+  auto some = evaluate(model, split.test, {}, {*maps}, o);
+  ASSERT_TRUE(some.ok()) << some.error().message;
+  const std::vector<std::string> expected = {"projected:shared", "oracle-summary:R=1", "no-cache"};
+  EXPECT_EQ(some->methods, expected);
+  EXPECT_EQ(all->methods.size(), kEvalMethods.size());  // one maps file: "projected" is one method
+  ASSERT_EQ(some->requests.size(), all->requests.size());
+  for (size_t i = 0; i < some->requests.size(); ++i) {
+    const RequestOutcome& r = some->requests[i];
+    ASSERT_EQ(r.methods.size(), expected.size());
+    for (size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_EQ(r.methods[k].method, expected[k]);
+      const MethodOutcome& full = method(all->requests[i], expected[k]);
+      EXPECT_EQ(r.methods[k].kl_method_cold, full.kl_method_cold) << expected[k];  // same computation, same bits
+      EXPECT_EQ(r.methods[k].agree_tokens, full.agree_tokens) << expected[k];
+    }
+  }
+  o.methods = {"oracle-summary:R=2"};
+  EXPECT_TRUE(refused_with(evaluate(model, split.test, {}, {*maps}, o), "unknown method 'oracle-summary:R=2'"));
+}
+
 TEST(Evaluation, RefusesMapsOfAnotherShapeAndEmptyInput) {
   const Model& model = stories260k();
   WarmStartMaps wrong;
