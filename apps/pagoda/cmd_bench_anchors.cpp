@@ -619,7 +619,8 @@ int run(AnchorBenchOptions o) {
                          {"unrelated_ttft_p99_ms", r->unrelated_ttft_ms.p99},
                          {"cached_prompt_tokens_mean", r->cached_prompt_tokens_mean},
                          {"text_fully_cached_share", r->text_fully_cached_share}, {"preemptions", r->preemptions},
-                         {"kv_cache_mem", o.kv_cache_mem}});
+                         {"kv_cache_mem", o.kv_cache_mem},
+                         {"anchor_layers", mode == BenchMode::kAnchorLayers ? o.anchor_layers : std::string()}});
           if (o.check)
             checks.expect(r->requests == o.arrival_requests && r->tokens == int64_t{r->requests} * o.gen,
                           std::string("arrivals ") + bench_mode_name(mode) + ": " + std::to_string(r->tokens) +
