@@ -81,7 +81,9 @@ TEST(KvDtype, Q8_0QuantizesPerBlockOf32WithinHalfAStep) {
       const int i = blk * 32 + j;
       EXPECT_LE(std::fabs(back[i] - x[i]), 0.57f * step + 1e-6f) << i;  // half a step, plus the f16 rounding of d
       // Every stored value is an integer multiple of the block's scale.
-      if (step > 0) EXPECT_EQ(back[i] / step, std::round(back[i] / step)) << i;
+      if (step > 0) {
+        EXPECT_EQ(back[i] / step, std::round(back[i] / step)) << i;
+      }
     }
   }
   for (int i = 64; i < 96; ++i) EXPECT_EQ(back[i], 0.0f);

@@ -45,7 +45,9 @@ TEST(MappedFileTest, ReleasedPagesReadBackTheSameBytes) {
   const long before = rss_file_kib();
   f.release_pages(f.data() + 100, 512 * page);
   const long after = rss_file_kib();
-  if (before >= 0) EXPECT_GE(before - after, static_cast<long>(256 * page / 1024)) << before << " -> " << after << " KiB";
+  if (before >= 0) {
+    EXPECT_GE(before - after, static_cast<long>(256 * page / 1024)) << before << " -> " << after << " KiB";
+  }
   for (size_t i = 0; i < bytes.size(); ++i) ASSERT_EQ(f.data()[i], bytes[i]) << "byte " << i;
   // Ranges outside the mapping are ignored.
   f.release_pages(f.data() + f.size(), page);
