@@ -18,19 +18,29 @@ const MethodOutcome& method(const RequestOutcome& r, const std::string& name) {
   return r.methods.front();
 }
 
-TEST(Evaluation, ColdEquivalentMethodsAreExactlyCold) {
-  const Model& model = stories260k();
+// A few short story pairs and shared maps fitted on their training half (m = 8).
+struct SmallCase {
+  PairSplit split;
+  Result<WarmStartMaps> maps;
+};
+SmallCase small_case(const Model& model) {
   DataOptions data;
   data.instances_per_template = 1;
   data.adversarial_per_template = 0;
   data.max_body_sentences = 6;
-  const PairSplit split = generate_pairs(data);
+  PairSplit split = generate_pairs(data);
   std::vector<TextPair> train;
   for (const auto& p : split.train) train.push_back({p.source, p.target});
   FitOptions fit;
   fit.summary.m = 8;
   FitReport report;
   auto maps = fit_maps(model, train, fit, report);
+  return {std::move(split), std::move(maps)};
+}
+
+TEST(Evaluation, ColdEquivalentMethodsAreExactlyCold) {
+  const Model& model = stories260k();
+  auto [split, maps] = small_case(model);
   ASSERT_TRUE(maps.ok()) << maps.error().message;
   EvalOptions o;
   o.warm_start_off = true;
@@ -56,17 +66,7 @@ TEST(Evaluation, ColdEquivalentMethodsAreExactlyCold) {
 
 TEST(Evaluation, AMethodSubsetRunsOnlyThoseAndGivesTheSameNumbers) {
   const Model& model = stories260k();
-  DataOptions data;
-  data.instances_per_template = 1;
-  data.adversarial_per_template = 0;
-  data.max_body_sentences = 6;
-  const PairSplit split = generate_pairs(data);
-  std::vector<TextPair> train;
-  for (const auto& p : split.train) train.push_back({p.source, p.target});
-  FitOptions fit;
-  fit.summary.m = 8;
-  FitReport report;
-  auto maps = fit_maps(model, train, fit, report);
+  auto [split, maps] = small_case(model);
   ASSERT_TRUE(maps.ok()) << maps.error().message;
   EvalOptions o;
   o.timing_repeats = 1;
