@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/forward_batch.h"
 #include "model/kv_cache.h"
 
 namespace pagoda::warmstart {
@@ -17,22 +18,10 @@ Result<PromptState> run_prompt(const Model& model, std::span<const int32_t> toke
   state.n_tokens = T;
   state.q.resize(static_cast<size_t>(hp.n_layer * T * hp.q_dim()));
 
-  std::vector<int32_t> positions(T);
-  std::vector<int64_t> slots(T);
-  for (int64_t t = 0; t < T; ++t) slots[t] = positions[t] = static_cast<int32_t>(t);
-  const int32_t cu[2] = {0, static_cast<int32_t>(T)};
-  const int32_t kv_len = static_cast<int32_t>(T);
+  // One sequence over the contiguous cache (slot = position, one block), the last token's logits.
   const int32_t block0 = 0;
-  const int32_t last = static_cast<int32_t>(T - 1);
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.positions = positions;
-  batch.slot_mapping = slots;
-  batch.cu_seqlens_q = cu;
-  batch.seq_lens_kv = std::span<const int32_t>(&kv_len, 1);
-  batch.block_table = std::span<const int32_t>(&block0, 1);
-  batch.max_blocks = 1;
-  batch.logit_rows = std::span<const int32_t>(&last, 1);
+  SingleSequenceBatch single;
+  ForwardBatch batch = single.make(tokens, 0, /*all_logits=*/false, std::span<const int32_t>(&block0, 1));
   batch.query_capture = state.q.data();
   KvStorage storage;
   storage.k_base = cache.k(0);
