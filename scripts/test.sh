@@ -74,7 +74,7 @@ cmake --build build-san -j "$jobs" --target pagoda_unit_tests pagoda_localai_uni
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-san --output-on-failure --no-tests=error -j "$jobs" -L 'unit|golden' -E 'SmolLM2'
 
-phase "fuzzing: ${#fuzz_targets[@]} targets (the GGUF reader ${fuzz_seconds} s, the others ${fuzz_half} s each)"
+phase "fuzzing: ${#fuzz_targets[@]} targets, $jobs at a time (the GGUF reader ${fuzz_seconds} s, the others ${fuzz_half} s each)"
 while read -r target corpus _; do
   [ -n "$target" ] || continue
   mkdir -p "build-san/corpus-$corpus"
@@ -88,20 +88,37 @@ cp ../shared/models/arch/qwen2-hf/model-00002-of-00002.safetensors build-san/cor
 # A crash, a leak, a timeout or undefined behaviour (the tree never recovers from one: CMakeLists.txt) ends the
 # target non-zero; its whole report is printed and the input that did it is kept in build-san/fuzz-artifacts/.
 mkdir -p build-san/fuzz-artifacts
+# The targets run $jobs at a time (libFuzzer is single-threaded: each still gets a core for its whole time), the
+# longest first, as the table lists them; their reports are printed in the table's order once all have ended.
+fuzz_one() {  # target corpus max_len timeout seconds -> exit status of the target; log in build-san/fuzz-TARGET.log
+  local target="$1" corpus="$2" max_len="$3" timeout="$4" seconds="$5"
+  local args=(-max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=2048 -print_final_stats=1
+              -artifact_prefix="build-san/fuzz-artifacts/$target-")
+  [ "$timeout" = - ] || args+=(-timeout="$timeout")
+  "./build-san/tests/fuzz/$target" "${args[@]}" "build-san/corpus-$corpus" "tests/fuzz/corpus/$corpus" \
+    </dev/null >"build-san/fuzz-$target.log" 2>&1
+}
+declare -A fuzz_pid=()
+running=0
 while read -r target corpus max_len timeout seconds; do
   [ -n "$target" ] || continue
-  args=(-max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=2048 -print_final_stats=1
-        -artifact_prefix="build-san/fuzz-artifacts/$target-")
-  [ "$timeout" = - ] || args+=(-timeout="$timeout")
-  log="build-san/fuzz-$target.log"
+  if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$target" "$corpus" "$max_len" "$timeout" "$seconds" &
+  fuzz_pid[$target]=$!
+  running=$((running + 1))
+done <<<"$fuzz_table"
+fuzz_failed=0
+for target in "${fuzz_targets[@]}"; do  # wait on each pid: its own exit status, whenever it ended
   rc=0
-  "./build-san/tests/fuzz/$target" "${args[@]}" "build-san/corpus-$corpus" "tests/fuzz/corpus/$corpus" \
-    </dev/null >"$log" 2>&1 || rc=$?
+  wait "${fuzz_pid[$target]}" || rc=$?
+  log="build-san/fuzz-$target.log"
   if [ "$rc" -ne 0 ]; then
     grep -v '^#[0-9]' "$log"  # the report, without libFuzzer's progress lines
     echo "== fuzzing: $target failed (exit $rc): $log; the input is in build-san/fuzz-artifacts/" >&2
-    exit 1
+    fuzz_failed=1
+  else
+    tail -n 15 "$log"
   fi
-  tail -n 15 "$log"
-done <<<"$fuzz_table"
+done
+[ "$fuzz_failed" -eq 0 ] || exit 1
 phase "all tests passed"
