@@ -48,6 +48,7 @@ target_link_libraries(pagoda_localai_proto PUBLIC protobuf::libprotobuf gRPC::gr
 file(GLOB PAGODA_LOCALAI_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/localai/*.cpp)
 add_library(pagoda_localai STATIC ${PAGODA_LOCALAI_SOURCES})
 target_link_libraries(pagoda_localai PUBLIC pagoda_core pagoda_localai_proto)
+pagoda_unity_by_directory(pagoda_localai)
 
 # The binary reuses `pagoda serve`'s engine and chat-template flags (apps/pagoda) for ModelOptions.Options.
 add_executable(pagoda-localai ${CMAKE_SOURCE_DIR}/apps/pagoda-localai/main.cpp
@@ -56,3 +57,4 @@ add_executable(pagoda-localai ${CMAKE_SOURCE_DIR}/apps/pagoda-localai/main.cpp
                ${CMAKE_SOURCE_DIR}/apps/pagoda/cli_util.cpp)
 target_include_directories(pagoda-localai PRIVATE ${CMAKE_SOURCE_DIR}/apps/pagoda ${CMAKE_SOURCE_DIR}/apps/pagoda-localai)
 target_link_libraries(pagoda-localai PRIVATE pagoda_localai CLI11::CLI11)
+pagoda_unity_by_directory(pagoda-localai)

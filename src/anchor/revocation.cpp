@@ -10,7 +10,7 @@ namespace pagoda {
 
 namespace {
 
-Error bad_field(const std::string& message) {
+Error bad_revocation_field(const std::string& message) {
   return make_coded_error(anchor_codes::kBadField, "revocation statement: " + message);
 }
 
@@ -21,7 +21,7 @@ bool is_lower_hex(std::string_view s, size_t len) {
   return true;
 }
 
-constexpr const char* kKeys[] = {"v", "version", "issued", "expires", "digests", "lineages", "keyids"};
+constexpr const char* kRevocationKeys[] = {"v", "version", "issued", "expires", "digests", "lineages", "keyids"};
 
 }  // namespace
 
@@ -34,39 +34,40 @@ Result<RevocationStatement> decode_revocation_payload(std::string_view bytes) {
     return make_coded_error(anchor_codes::kNonCanonicalPayload,
                             "revocation statement is not in core deterministic CBOR encoding");
   const CborValue& m = *decoded;
-  if (m.type != CborValue::Type::kMap) return bad_field("must be a CBOR map");
+  if (m.type != CborValue::Type::kMap) return bad_revocation_field("must be a CBOR map");
   for (const auto& [k, v] : m.entries) {
     bool known = false;
-    for (const char* want : kKeys) known |= k.type == CborValue::Type::kText && k.bytes == want;
-    if (!known) return bad_field("unknown key");
+    for (const char* want : kRevocationKeys) known |= k.type == CborValue::Type::kText && k.bytes == want;
+    if (!known) return bad_revocation_field("unknown key");
   }
-  for (const char* want : kKeys)
-    if (!m.find(want)) return bad_field(std::string("missing key '") + want + "'");
+  for (const char* want : kRevocationKeys)
+    if (!m.find(want)) return bad_revocation_field(std::string("missing key '") + want + "'");
   RevocationStatement out;
   for (const char* key : {"v", "version", "issued", "expires"})
-    if (m.find(key)->type != CborValue::Type::kUnsigned) return bad_field(std::string("'") + key + "' must be unsigned");
-  if (m.find("v")->uint != 1) return bad_field("'v' must be 1");
+    if (m.find(key)->type != CborValue::Type::kUnsigned)
+      return bad_revocation_field(std::string("'") + key + "' must be unsigned");
+  if (m.find("v")->uint != 1) return bad_revocation_field("'v' must be 1");
   out.version = m.find("version")->uint;
   out.issued = m.find("issued")->uint;
   out.expires = m.find("expires")->uint;
-  if (out.issued >= out.expires) return bad_field("'issued' must be before 'expires'");
+  if (out.issued >= out.expires) return bad_revocation_field("'issued' must be before 'expires'");
   for (const char* key : {"digests", "lineages", "keyids"}) {
     const CborValue* list = m.find(key);
     if (list->type != CborValue::Type::kArray || list->items.size() > kMaxRevocationEntries)
-      return bad_field(std::string("'") + key + "' must be a list of at most " +
-                       std::to_string(kMaxRevocationEntries) + " entries");
+      return bad_revocation_field(std::string("'") + key + "' must be a list of at most " +
+                                  std::to_string(kMaxRevocationEntries) + " entries");
     for (const CborValue& item : list->items) {
       if (std::string_view(key) == "digests") {
         if (item.type != CborValue::Type::kBytes || item.bytes.size() != 32)
-          return bad_field("'digests' entries must be 32-byte strings");
+          return bad_revocation_field("'digests' entries must be 32-byte strings");
         out.digests.insert(to_hex(reinterpret_cast<const uint8_t*>(item.bytes.data()), 32));
       } else if (std::string_view(key) == "lineages") {
         if (item.type != CborValue::Type::kText || item.bytes.empty() || item.bytes.size() > 128)
-          return bad_field("'lineages' entries must be text of 1 to 128 bytes");
+          return bad_revocation_field("'lineages' entries must be text of 1 to 128 bytes");
         out.lineages.insert(item.bytes);
       } else {
         if (item.type != CborValue::Type::kText || !is_lower_hex(item.bytes, 64))
-          return bad_field("'keyids' entries must be 64 lowercase hex digits");
+          return bad_revocation_field("'keyids' entries must be 64 lowercase hex digits");
         out.keyids.insert(item.bytes);
       }
     }

@@ -13,9 +13,9 @@
 namespace pagoda::anchorbench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
+double ms_between(MonoClock::time_point a, MonoClock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
@@ -59,12 +59,12 @@ class CellRunner {
       requests.push_back(std::move(*r));
     }
     std::vector<std::shared_ptr<RequestStream>> streams;
-    std::vector<std::vector<Clock::time_point>> times(count);
-    const auto t0 = Clock::now();
+    std::vector<std::vector<MonoClock::time_point>> times(count);
+    const auto t0 = MonoClock::now();
     for (auto& r : requests) streams.push_back(e_.submit(std::move(r)));
     int32_t peak = 0;
     while (e_.step()) {
-      const auto now = Clock::now();
+      const auto now = MonoClock::now();
       peak = std::max(peak, e_.stats().blocks.used_blocks);
       for (int32_t c = 0; c < count; ++c) {
         StreamEvent ev;
@@ -75,8 +75,8 @@ class CellRunner {
         }
       }
     }
-    const auto t_end = Clock::now();
-    Clock::time_point last_first = t0;
+    const auto t_end = MonoClock::now();
+    MonoClock::time_point last_first = t0;
     for (int32_t c = 0; c < count; ++c) {
       if (times[c].empty()) return make_error("a benchmark request produced no token");
       w.ttft.push_back(ms_between(t0, times[c].front()));
@@ -104,25 +104,25 @@ class CellRunner {
     const size_t n = arrivals.size();
     Wave w;
     std::vector<std::shared_ptr<RequestStream>> streams;
-    std::vector<Clock::time_point> sent;
-    std::vector<std::vector<Clock::time_point>> times(n);
+    std::vector<MonoClock::time_point> sent;
+    std::vector<std::vector<MonoClock::time_point>> times(n);
     std::vector<int64_t> cached(n, -1);
     ArrivalResult out;
     const EngineStats before = e_.stats();
-    const auto t0 = Clock::now();
+    const auto t0 = MonoClock::now();
     size_t next = 0;
     for (;;) {
-      const double elapsed = ms_between(t0, Clock::now()) / 1e3;
+      const double elapsed = ms_between(t0, MonoClock::now()) / 1e3;
       while (next < n && arrivals[next] <= elapsed) {
         auto r = unrelated[next] ? unrelated_request(first + static_cast<int64_t>(next))
                                  : make_request(first + static_cast<int64_t>(next), &w);
         if (!r.ok()) return r.error();
-        sent.push_back(Clock::now());
+        sent.push_back(MonoClock::now());
         streams.push_back(e_.submit(std::move(*r)));
         ++next;
       }
       const bool busy = e_.step();
-      const auto now = Clock::now();
+      const auto now = MonoClock::now();
       out.peak_running = std::max(out.peak_running, e_.stats().running);
       for (size_t i = 0; i < streams.size(); ++i) {
         StreamEvent ev;
@@ -137,11 +137,11 @@ class CellRunner {
       }
       if (!busy) {
         if (next == n) break;
-        const double wait = arrivals[next] - ms_between(t0, Clock::now()) / 1e3;
+        const double wait = arrivals[next] - ms_between(t0, MonoClock::now()) / 1e3;
         if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
       }
     }
-    const auto t_end = Clock::now();
+    const auto t_end = MonoClock::now();
     std::vector<double> ttft, itl, e2e, unrelated_ttft;
     // The anchor's text in whole blocks: what a prefix cache can hold of it (a pinned anchor holds it all).
     const int64_t bs = e_.stats().block_size;
@@ -243,11 +243,11 @@ class CellRunner {
         r.anchor = prep_.signed_anchor.digest;
         break;
       case BenchMode::kRag: {
-        const auto start = Clock::now();
+        const auto start = MonoClock::now();
         const SnippetStore::Hit hit = setup_.store->nearest(rag_query_for(prep_.text));
         const std::string& snippet = setup_.store->text(hit.index);
         r.prompt = m_.tokenizer().encode(snippet, /*add_special=*/true, false);
-        w->retrieval.push_back(ms_between(start, Clock::now()));
+        w->retrieval.push_back(ms_between(start, MonoClock::now()));
         if (snippet == prep_.text) ++w->retrieval_hits;
         break;
       }

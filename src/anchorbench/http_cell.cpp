@@ -13,7 +13,7 @@
 namespace pagoda::anchorbench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 using ojson = nlohmann::ordered_json;
 
 // At most this much of a response body goes into an error message.
@@ -135,10 +135,10 @@ class HttpCellRunner {
                                                        std::to_string(spec_.concurrency));
     if (!s.ok()) return s.error();
     anchor_ = std::move(*s);
-    const auto t0 = Clock::now();
+    const auto t0 = MonoClock::now();
     auto reg = exchange_json(target_, "POST", "/v1/anchors", target_.admin_api_key, 201, anchor_.envelope_json);
     if (!reg.ok()) return make_error("registering the anchor: " + reg.error().message);
-    verify_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    verify_ms_ = std::chrono::duration<double, std::milli>(MonoClock::now() - t0).count();
     auto act = exchange_json(target_, "POST", "/v1/anchors/" + anchor_.digest + "/activate", target_.admin_api_key, 200);
     if (!act.ok()) return make_error("activating the anchor: " + act.error().message);
     activated_ = true;
@@ -199,11 +199,11 @@ class HttpCellRunner {
           body["anchor"] = anchor_.digest;
           break;
         case BenchMode::kRag: {
-          const auto start = Clock::now();
+          const auto start = MonoClock::now();
           const SnippetStore::Hit hit = setup_.store->nearest(rag_query_for(text_));
           const std::string& snippet = setup_.store->text(hit.index);
           prompt = m_.tokenizer().encode(snippet, /*add_special=*/true, false);
-          w.retrieval_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+          w.retrieval_ms.push_back(std::chrono::duration<double, std::milli>(MonoClock::now() - start).count());
           if (snippet == text_) ++w.retrieval_hits;
           break;
         }

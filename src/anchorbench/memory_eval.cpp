@@ -11,7 +11,7 @@
 namespace pagoda::anchorbench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 
 // What one question sends: the prompt (after the anchor in anchor modes) and the anchor's digest.
 struct QuestionPrompt {
@@ -213,7 +213,7 @@ Result<MemoryModeResult> evaluate_memory_mode(const Model& model, const ChatProm
     if (i > 0 && task.questions[i - 1].anchor == task.questions[i].anchor) continue;
     GenerationRequest r = base_request(prompts[i]);
     r.max_tokens = 1;
-    const auto t0 = Clock::now();
+    const auto t0 = MonoClock::now();
     auto stream = e.submit(std::move(r));
     StreamEvent ev;
     bool first = false;
@@ -226,7 +226,7 @@ Result<MemoryModeResult> evaluate_memory_mode(const Model& model, const ChatProm
       }
       if (!busy && !first) return make_error("a memory-task request produced no token");
     }
-    ttft_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    ttft_ms.push_back(std::chrono::duration<double, std::milli>(MonoClock::now() - t0).count());
     e.run_until_idle();
   }
   result.ttft_ms_median = median(ttft_ms);

@@ -8,7 +8,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-bool present(const ojson& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+bool message_field_set(const ojson& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 bool one_of(const std::string& key, std::initializer_list<const char*> keys) {
   for (const char* k : keys)
@@ -109,12 +109,12 @@ Status translate_messages(const ojson& in, ojson& out) {
         if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())
           return make_field_error("messages", "'" + at + ".tool_use_id' must be a string");
         std::string result;
-        if (present(b, "content")) {
+        if (message_field_set(b, "content")) {
           auto r = text_blocks(b["content"], "messages", at + ".content");
           if (!r.ok()) return r.error();
           result = *r;
         }
-        if (present(b, "is_error")) {
+        if (message_field_set(b, "is_error")) {
           if (!b["is_error"].is_boolean()) return make_field_error("messages", "'" + at + ".is_error' must be true or false");
           if (b["is_error"].get<bool>()) result = "Error: " + result;
         }
@@ -136,14 +136,14 @@ Status translate_messages(const ojson& in, ojson& out) {
   return Status::success();
 }
 
-Result<ojson> translate_tools(const ojson& tools) {
+Result<ojson> translate_anthropic_tools(const ojson& tools) {
   if (!tools.is_array()) return make_field_error("tools", "'tools' must be a list");
   ojson out = ojson::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const ojson& t = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
     if (!t.is_object()) return make_field_error("tools", "'" + where + "' must be an object");
-    if (present(t, "type") && t["type"] != "custom")
+    if (message_field_set(t, "type") && t["type"] != "custom")
       return make_field_error("tools", "'" + where + ".type' " + t["type"].dump() + " is not supported: pagoda " +
                                            "serves custom (client) tools only");
     ojson fn = ojson::object();
@@ -166,14 +166,14 @@ Result<ojson> translate_tools(const ojson& tools) {
   return out;
 }
 
-Status translate_tool_choice(const ojson& c, ojson& chat) {
+Status translate_anthropic_tool_choice(const ojson& c, ojson& chat) {
   if (!c.is_object() || !c.contains("type") || !c["type"].is_string())
     return make_field_error("tool_choice", "'tool_choice' must be an object with a 'type' (auto, any, tool, none)");
   const std::string type = c["type"].get<std::string>();
   for (const auto& [key, value] : c.items())
     if (key != "type" && key != "name" && key != "disable_parallel_tool_use" && !value.is_null())
       return make_field_error("tool_choice", "'tool_choice." + key + "' is not supported");
-  if (present(c, "disable_parallel_tool_use")) {
+  if (message_field_set(c, "disable_parallel_tool_use")) {
     if (!c["disable_parallel_tool_use"].is_boolean() || type == "none")
       return make_field_error("tool_choice", "'tool_choice.disable_parallel_tool_use' must be true or false (not with none)");
     chat["parallel_tool_calls"] = !c["disable_parallel_tool_use"].get<bool>();
@@ -185,13 +185,13 @@ Status translate_tool_choice(const ojson& c, ojson& chat) {
   } else if (type == "none") {
     chat["tool_choice"] = "none";
   } else if (type == "tool") {
-    if (!present(c, "name") || !c["name"].is_string())
+    if (!message_field_set(c, "name") || !c["name"].is_string())
       return make_field_error("tool_choice", "'tool_choice.name' is required with type \"tool\"");
     chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
   } else {
     return make_field_error("tool_choice", "'tool_choice.type' must be auto, any, tool or none");
   }
-  if (type != "tool" && present(c, "name"))
+  if (type != "tool" && message_field_set(c, "name"))
     return make_field_error("tool_choice", "'tool_choice.name' goes with type \"tool\" only");
   return Status::success();
 }
@@ -368,17 +368,19 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
     return make_field_error(key, "unsupported field '" + key + "': this server does not implement it");
   }
   ojson chat = ojson::object();
-  if (!present(body, "model") || !body["model"].is_string()) return make_field_error("model", "'model' is required (a string)");
+  if (!message_field_set(body, "model") || !body["model"].is_string())
+    return make_field_error("model", "'model' is required (a string)");
   chat["model"] = body["model"];
-  if (present(body, "thinking") && !(body["thinking"].is_object() && body["thinking"].value("type", "") == "disabled"))
+  if (message_field_set(body, "thinking") &&
+      !(body["thinking"].is_object() && body["thinking"].value("type", "") == "disabled"))
     return make_field_error("thinking", "'thinking' is not supported: the served model has no extended thinking");
-  if (present(body, "cache_control")) {  // the request-wide form of the blocks' hint: accepted, as there
+  if (message_field_set(body, "cache_control")) {  // the request-wide form of the blocks' hint: accepted, as there
     const ojson& cc = body["cache_control"];
     if (!cc.is_object() || !cc.contains("type") || cc["type"] != "ephemeral")
       return make_field_error("cache_control", "'cache_control' must be {\"type\": \"ephemeral\"}");
   }
   // output_config.format: structured outputs (a JSON Schema the reply follows), as response_format json_schema.
-  if (present(body, "output_config")) {
+  if (message_field_set(body, "output_config")) {
     const ojson& oc = body["output_config"];
     if (!oc.is_object()) return make_field_error("output_config", "'output_config' must be an object");
     for (const auto& [key, value] : oc.items()) {
@@ -397,7 +399,7 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
     }
   }
   ojson messages = ojson::array();
-  if (present(body, "system")) {
+  if (message_field_set(body, "system")) {
     auto system = text_blocks(body["system"], "system", "system");
     if (!system.ok()) return system.error();
     messages.push_back({{"role", "system"}, {"content", *system}});
@@ -405,13 +407,13 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
   if (!body.contains("messages")) return make_field_error("messages", "'messages' is required");
   PAGODA_RETURN_IF_ERROR(translate_messages(body["messages"], messages));
   chat["messages"] = messages;
-  if (present(body, "tools")) {
-    auto tools = translate_tools(body["tools"]);
+  if (message_field_set(body, "tools")) {
+    auto tools = translate_anthropic_tools(body["tools"]);
     if (!tools.ok()) return tools.error();
     if (!tools->empty()) chat["tools"] = *tools;
   }
-  if (present(body, "tool_choice")) {
-    PAGODA_RETURN_IF_ERROR(translate_tool_choice(body["tool_choice"], chat));
+  if (message_field_set(body, "tool_choice")) {
+    PAGODA_RETURN_IF_ERROR(translate_anthropic_tool_choice(body["tool_choice"], chat));
     if (!chat.contains("tools")) {
       if (chat["tool_choice"] != "auto" && chat["tool_choice"] != "none")
         return make_field_error("tool_choice", "'tool_choice' needs 'tools'");
@@ -420,12 +422,12 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
     }
   }
   if (!count_tokens) {
-    if (!present(body, "max_tokens")) return make_field_error("max_tokens", "'max_tokens' is required");
+    if (!message_field_set(body, "max_tokens")) return make_field_error("max_tokens", "'max_tokens' is required");
     const ojson& mt = body["max_tokens"];
     if (!mt.is_number_integer() || mt.get<int64_t>() < 1)
       return make_field_error("max_tokens", "'max_tokens' must be an integer of at least 1");
     chat["max_completion_tokens"] = mt;
-    if (present(body, "stop_sequences")) {
+    if (message_field_set(body, "stop_sequences")) {
       const ojson& s = body["stop_sequences"];
       if (!s.is_array()) return make_field_error("stop_sequences", "'stop_sequences' must be a list of strings");
       for (const ojson& x : s)
@@ -434,8 +436,8 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
       if (!s.empty()) chat["stop"] = s;
     }
     for (const char* key : {"temperature", "top_p", "top_k", "stream"})
-      if (present(body, key)) chat[key] = body[key];
-    if (present(body, "metadata")) {
+      if (message_field_set(body, key)) chat[key] = body[key];
+    if (message_field_set(body, "metadata")) {
       const ojson& m = body["metadata"];
       if (!m.is_object()) return make_field_error("metadata", "'metadata' must be an object");
       for (const auto& [key, value] : m.items()) {
@@ -445,7 +447,8 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
         chat["user"] = value;
       }
     }
-    if (present(body, "service_tier") && body["service_tier"] != "auto" && body["service_tier"] != "standard_only")
+    if (message_field_set(body, "service_tier") && body["service_tier"] != "auto" &&
+        body["service_tier"] != "standard_only")
       return make_field_error("service_tier", "'service_tier' must be \"auto\" or \"standard_only\"");
   } else {
     chat["max_completion_tokens"] = 1;

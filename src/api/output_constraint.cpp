@@ -5,9 +5,9 @@
 namespace pagoda {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 
-bool present(const json& body, std::string_view key) {
+bool constraint_field_set(const ordered_json& body, std::string_view key) {
   const auto it = body.find(std::string(key));
   return it != body.end() && !it->is_null();
 }
@@ -15,7 +15,7 @@ bool present(const json& body, std::string_view key) {
 // Real schemas are a few KiB; the cap keeps a hostile one from costing much to convert.
 constexpr size_t kMaxSchemaBytes = 256 << 10;
 
-Result<std::string> schema_gbnf(const json& schema, const char* param) {
+Result<std::string> schema_gbnf(const ordered_json& schema, const char* param) {
   if (!schema.is_object() && !schema.is_boolean()) return make_field_error(param, std::string("'") + param + "' must be a JSON Schema object");
   if (schema.dump().size() > kMaxSchemaBytes)
     return make_field_error(param, std::string("'") + param + "': the schema is larger than 256 KiB");
@@ -24,8 +24,8 @@ Result<std::string> schema_gbnf(const json& schema, const char* param) {
   return gbnf;
 }
 
-Result<std::string> constraint_gbnf(const json& body, std::string_view field) {
-  const json& v = body.at(std::string(field));
+Result<std::string> constraint_gbnf(const ordered_json& body, std::string_view field) {
+  const ordered_json& v = body.at(std::string(field));
   if (field == "grammar") {
     if (!v.is_string()) return make_field_error("grammar", "'grammar' must be a string of GBNF rules");
     return v.get<std::string>();
@@ -34,7 +34,7 @@ Result<std::string> constraint_gbnf(const json& body, std::string_view field) {
   if (field == "guided_choice") {
     if (!v.is_array() || v.empty()) return make_field_error("guided_choice", "'guided_choice' must be a non-empty list of strings");
     std::vector<std::string> choices;
-    for (const json& c : v) {
+    for (const ordered_json& c : v) {
       if (!c.is_string()) return make_field_error("guided_choice", "'guided_choice' must be a non-empty list of strings");
       choices.push_back(c.get<std::string>());
     }
@@ -53,7 +53,7 @@ Result<std::string> constraint_gbnf(const json& body, std::string_view field) {
     return make_field_error("response_format", "'response_format.type' must be 'text', 'json_object' or 'json_schema', not '" + type + "'");
   if (!v.contains("json_schema") || !v["json_schema"].is_object())
     return make_field_error("response_format", "'response_format.json_schema' must be an object with 'name' and 'schema'");
-  const json& js = v["json_schema"];
+  const ordered_json& js = v["json_schema"];
   for (const auto& [key, value] : js.items()) {
     if (key == "name") {
       if (!value.is_string()) return make_field_error("response_format", "'response_format.json_schema.name' must be a string");
@@ -77,11 +77,11 @@ Result<std::string> constraint_gbnf(const json& body, std::string_view field) {
 
 }  // namespace
 
-Result<std::shared_ptr<const grammar::CompiledGrammar>> read_output_constraint(const json& body,
+Result<std::shared_ptr<const grammar::CompiledGrammar>> read_output_constraint(const ordered_json& body,
                                                                                const Tokenizer& tokenizer) {
   std::string_view given;
   for (std::string_view field : kConstraintFields) {
-    if (!present(body, field)) continue;
+    if (!constraint_field_set(body, field)) continue;
     if (!given.empty())
       return make_field_error(std::string(field), "'" + std::string(given) + "' and '" + std::string(field) +
                                                       "' both constrain the output; give one");

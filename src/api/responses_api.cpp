@@ -11,7 +11,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-bool present(const ojson& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+bool responses_field_set(const ojson& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 // Fields of the Responses API pagoda implements; the others are refused by name, or accepted only at the value
 // that changes nothing (kNeutral).
@@ -123,7 +123,7 @@ Status translate_input(const ojson& input, ojson& messages) {
   return Status::success();
 }
 
-Result<ojson> translate_tools(const ojson& tools) {
+Result<ojson> translate_responses_tools(const ojson& tools) {
   if (!tools.is_array()) return make_field_error("tools", "'tools' must be a list");
   ojson out = ojson::array();
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -146,7 +146,7 @@ Result<ojson> translate_tools(const ojson& tools) {
   return out;
 }
 
-Result<ojson> translate_tool_choice(const ojson& c) {
+Result<ojson> translate_responses_tool_choice(const ojson& c) {
   if (c.is_string()) return c;  // "auto" / "none" / "required", checked by the chat parser
   if (c.is_object() && c.contains("type") && c["type"] == "function" && c.contains("name") && c["name"].is_string() &&
       c.size() == 2)
@@ -167,7 +167,7 @@ Status translate_text(const ojson& text, ojson& chat) {
     }
     if (key != "format") return make_field_error("text", "'text." + key + "' is not supported");
   }
-  if (!present(text, "format")) return Status::success();
+  if (!responses_field_set(text, "format")) return Status::success();
   const ojson& f = text["format"];
   if (!f.is_object() || !f.contains("type") || !f["type"].is_string())
     return make_field_error("text", "'text.format' must be an object with a 'type'");
@@ -196,23 +196,23 @@ Status check_neutral(const ojson& body) {
   auto refuse = [](const std::string& key, const std::string& why) {
     return make_field_error(key, "'" + key + "' " + why);
   };
-  if (present(body, "store") && body["store"] != false)
+  if (responses_field_set(body, "store") && body["store"] != false)
     return refuse("store", "true is not supported: pagoda keeps no responses (send \"store\": false)");
-  if (present(body, "truncation") && body["truncation"] != "disabled")
+  if (responses_field_set(body, "truncation") && body["truncation"] != "disabled")
     return refuse("truncation", "other than \"disabled\" is not supported: a conversation that does not fit is a 400");
-  if (present(body, "include") && !(body["include"].is_array() && body["include"].empty()))
+  if (responses_field_set(body, "include") && !(body["include"].is_array() && body["include"].empty()))
     return refuse("include", "is not supported (pagoda has no extra output to include)");
-  if (present(body, "background") && body["background"] != false)
+  if (responses_field_set(body, "background") && body["background"] != false)
     return refuse("background", "true is not supported: pagoda keeps no responses to poll");
-  if (present(body, "reasoning")) {
+  if (responses_field_set(body, "reasoning")) {
     const ojson& r = body["reasoning"];
     if (!r.is_object()) return refuse("reasoning", "must be an object");
     for (const auto& [key, value] : r.items())
       if (!value.is_null()) return refuse("reasoning", "is not supported: the served model has no reasoning settings");
   }
-  if (present(body, "service_tier") && body["service_tier"] != "auto" && body["service_tier"] != "default")
+  if (responses_field_set(body, "service_tier") && body["service_tier"] != "auto" && body["service_tier"] != "default")
     return refuse("service_tier", "other than \"auto\" or \"default\" is not supported");
-  if (present(body, "stream_options")) {
+  if (responses_field_set(body, "stream_options")) {
     const ojson& so = body["stream_options"];
     if (!so.is_object()) return refuse("stream_options", "must be an object");
     for (const auto& [key, value] : so.items()) {
@@ -220,12 +220,12 @@ Status check_neutral(const ojson& body) {
       if (key != "include_obfuscation" || value != false)
         return refuse("stream_options", "'." + key + "' is not supported (only include_obfuscation: false)");
     }
-    if (!present(body, "stream") || body["stream"] != true)
+    if (!responses_field_set(body, "stream") || body["stream"] != true)
       return refuse("stream_options", "is only allowed with 'stream': true");
   }
   for (const char* key : {"user", "prompt_cache_key", "safety_identifier"})
-    if (present(body, key) && !body[key].is_string()) return refuse(key, "must be a string");
-  if (present(body, "metadata")) {
+    if (responses_field_set(body, key) && !body[key].is_string()) return refuse(key, "must be a string");
+  if (responses_field_set(body, "metadata")) {
     const ojson& m = body["metadata"];
     if (!m.is_object() || m.size() > 16) return refuse("metadata", "must be an object of at most 16 string values");
     for (const auto& [key, value] : m.items())
@@ -465,47 +465,50 @@ Result<DialectRequest> translate_responses_request(const ojson& body, const Dial
   }
   PAGODA_RETURN_IF_ERROR(check_neutral(body));
   ojson chat = ojson::object();
-  if (present(body, "model")) chat["model"] = body["model"];
+  if (responses_field_set(body, "model")) chat["model"] = body["model"];
   ojson messages = ojson::array();
-  if (present(body, "instructions")) {
+  if (responses_field_set(body, "instructions")) {
     if (!body["instructions"].is_string()) return make_field_error("instructions", "'instructions' must be a string");
     messages.push_back({{"role", "system"}, {"content", body["instructions"]}});
   }
-  if (!present(body, "input")) return make_field_error("input", "'input' is required");
+  if (!responses_field_set(body, "input")) return make_field_error("input", "'input' is required");
   PAGODA_RETURN_IF_ERROR(translate_input(body["input"], messages));
   chat["messages"] = messages;
-  ojson echo = {{"instructions", present(body, "instructions") ? body["instructions"] : ojson(nullptr)},
-                {"max_output_tokens", present(body, "max_output_tokens") ? body["max_output_tokens"] : ojson(nullptr)},
-                {"metadata", present(body, "metadata") ? body["metadata"] : ojson::object()},
-                {"parallel_tool_calls", present(body, "parallel_tool_calls") ? body["parallel_tool_calls"] : ojson(true)},
+  ojson echo = {{"instructions", responses_field_set(body, "instructions") ? body["instructions"] : ojson(nullptr)},
+                {"max_output_tokens",
+                 responses_field_set(body, "max_output_tokens") ? body["max_output_tokens"] : ojson(nullptr)},
+                {"metadata", responses_field_set(body, "metadata") ? body["metadata"] : ojson::object()},
+                {"parallel_tool_calls",
+                 responses_field_set(body, "parallel_tool_calls") ? body["parallel_tool_calls"] : ojson(true)},
                 {"previous_response_id", nullptr},
                 {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
                 {"store", false},
-                {"temperature", present(body, "temperature") ? body["temperature"] : ojson(1.0)},
-                {"text", present(body, "text") && present(body["text"], "format") ? body["text"]
-                                                                                   : ojson{{"format", {{"type", "text"}}}}},
-                {"tool_choice", present(body, "tool_choice") ? body["tool_choice"] : ojson("auto")},
-                {"tools", present(body, "tools") ? body["tools"] : ojson::array()},
-                {"top_p", present(body, "top_p") ? body["top_p"] : ojson(1.0)},
+                {"temperature", responses_field_set(body, "temperature") ? body["temperature"] : ojson(1.0)},
+                {"text", responses_field_set(body, "text") && responses_field_set(body["text"], "format")
+                             ? body["text"]
+                             : ojson{{"format", {{"type", "text"}}}}},
+                {"tool_choice", responses_field_set(body, "tool_choice") ? body["tool_choice"] : ojson("auto")},
+                {"tools", responses_field_set(body, "tools") ? body["tools"] : ojson::array()},
+                {"top_p", responses_field_set(body, "top_p") ? body["top_p"] : ojson(1.0)},
                 {"truncation", "disabled"},
-                {"user", present(body, "user") ? body["user"] : ojson(nullptr)}};
-  if (present(body, "tools")) {
-    auto tools = translate_tools(body["tools"]);
+                {"user", responses_field_set(body, "user") ? body["user"] : ojson(nullptr)}};
+  if (responses_field_set(body, "tools")) {
+    auto tools = translate_responses_tools(body["tools"]);
     if (!tools.ok()) return tools.error();
     if (!tools->empty()) chat["tools"] = *tools;
   }
-  if (present(body, "tool_choice")) {
-    auto choice = translate_tool_choice(body["tool_choice"]);
+  if (responses_field_set(body, "tool_choice")) {
+    auto choice = translate_responses_tool_choice(body["tool_choice"]);
     if (!choice.ok()) return choice.error();
     if (chat.contains("tools")) chat["tool_choice"] = *choice;
     else if (*choice != "auto" && *choice != "none")
       return make_field_error("tool_choice", "'tool_choice' needs 'tools'");
   }
-  if (present(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = body["parallel_tool_calls"];
-  if (present(body, "text")) PAGODA_RETURN_IF_ERROR(translate_text(body["text"], chat));
-  if (present(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
+  if (responses_field_set(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = body["parallel_tool_calls"];
+  if (responses_field_set(body, "text")) PAGODA_RETURN_IF_ERROR(translate_text(body["text"], chat));
+  if (responses_field_set(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
   for (const char* key : {"temperature", "top_p", "stream", "user"})
-    if (present(body, key)) chat[key] = body[key];
+    if (responses_field_set(body, key)) chat[key] = body[key];
   DialectRequest out;
   out.chat_body = std::move(chat);
   out.dialect = std::make_unique<ResponsesDialect>(ctx, std::move(echo));

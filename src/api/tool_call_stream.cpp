@@ -8,10 +8,10 @@ namespace {
 
 constexpr size_t npos = std::string_view::npos;
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_json_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-size_t skip_ws(std::string_view t, size_t i) {
-  while (i < t.size() && is_ws(t[i])) ++i;
+size_t skip_json_ws(std::string_view t, size_t i) {
+  while (i < t.size() && is_json_ws(t[i])) ++i;
   return i;
 }
 
@@ -48,7 +48,7 @@ size_t value_end(std::string_view t, size_t i) {
     }
     return npos;
   }
-  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && !is_ws(t[i])) ++i;
+  while (i < t.size() && t[i] != ',' && t[i] != '}' && t[i] != ']' && !is_json_ws(t[i])) ++i;
   return i < t.size() ? i : npos;
 }
 
@@ -58,7 +58,7 @@ ToolCallScan scan_object(std::string_view t, size_t begin) {
   s.object_begin = begin;
   size_t i = begin + 1;
   for (;;) {
-    i = skip_ws(t, i);
+    i = skip_json_ws(t, i);
     if (i >= t.size()) return s;
     if (t[i] == '}') {
       s.object_end = i + 1;
@@ -72,9 +72,9 @@ ToolCallScan scan_object(std::string_view t, size_t begin) {
     const size_t key_end = string_end(t, i);
     if (key_end == npos) return s;
     const std::string_view key = t.substr(i + 1, key_end - i - 2);
-    i = skip_ws(t, key_end);
+    i = skip_json_ws(t, key_end);
     if (i >= t.size() || t[i] != ':') return s;
-    i = skip_ws(t, i + 1);
+    i = skip_json_ws(t, i + 1);
     if (i >= t.size()) return s;
     const bool is_args = key == "arguments" || key == "parameters";
     if (is_args && s.args_begin == npos) {
@@ -98,12 +98,12 @@ ToolCallScan scan_object(std::string_view t, size_t begin) {
 
 // The call objects of a JSON list whose '[' is just before t[i]: objects separated by commas, as far as t goes.
 void scan_object_list(std::string_view t, size_t i, std::vector<ToolCallScan>& out) {
-  for (i = skip_ws(t, i); i < t.size() && t[i] == '{';) {
+  for (i = skip_json_ws(t, i); i < t.size() && t[i] == '{';) {
     out.push_back(scan_object(t, i));
     if (out.back().object_end == npos) return;
-    i = skip_ws(t, out.back().object_end);
+    i = skip_json_ws(t, out.back().object_end);
     if (i >= t.size() || t[i] != ',') return;
-    i = skip_ws(t, i + 1);
+    i = skip_json_ws(t, i + 1);
   }
 }
 
@@ -114,7 +114,7 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
   switch (format) {
     case ToolCallFormat::kHermes:
       for (size_t at = t.find(kHermesOpen); at != npos; at = t.find(kHermesOpen, at)) {
-        const size_t i = skip_ws(t, at + kHermesOpen.size());
+        const size_t i = skip_json_ws(t, at + kHermesOpen.size());
         if (i >= t.size()) break;
         if (t[i] != '{') {
           at = i;
@@ -126,35 +126,35 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
       }
       break;
     case ToolCallFormat::kLlama3: {
-      size_t i = skip_ws(t, 0);
-      if (t.substr(i, kPythonTag.size()) == kPythonTag) i = skip_ws(t, i + kPythonTag.size());
+      size_t i = skip_json_ws(t, 0);
+      if (t.substr(i, kPythonTag.size()) == kPythonTag) i = skip_json_ws(t, i + kPythonTag.size());
       if (i < t.size() && t[i] == '{') out.push_back(scan_object(t, i));
       break;
     }
     case ToolCallFormat::kMistral: {
       const size_t at = t.find(kMistralMarker);
       if (at == npos) break;
-      size_t i = skip_ws(t, at + kMistralMarker.size());
+      size_t i = skip_json_ws(t, at + kMistralMarker.size());
       if (i >= t.size() || t[i] != '[') break;
       scan_object_list(t, i + 1, out);
       break;
     }
     case ToolCallFormat::kLlama4: {
       // [<|python_start|> [text <|python_end|>]] call call ...
-      size_t i = skip_ws(t, 0);
+      size_t i = skip_json_ws(t, 0);
       if (t.substr(i, kPythonStart.size()) == kPythonStart) {
-        i = skip_ws(t, i + kPythonStart.size());
+        i = skip_json_ws(t, i + kPythonStart.size());
         if (i < t.size() && t[i] != '{') {
           const size_t end = t.find(kPythonEnd, i);
           if (end == npos) break;
-          i = skip_ws(t, end + kPythonEnd.size());
+          i = skip_json_ws(t, end + kPythonEnd.size());
         }
       }
       while (i < t.size() && t[i] == '{') {
         out.push_back(scan_object(t, i));
         if (out.back().object_end == npos) break;
-        i = skip_ws(t, out.back().object_end);
-        if (t.substr(i, kPythonEnd.size()) == kPythonEnd) i = skip_ws(t, i + kPythonEnd.size());
+        i = skip_json_ws(t, out.back().object_end);
+        if (t.substr(i, kPythonEnd.size()) == kPythonEnd) i = skip_json_ws(t, i + kPythonEnd.size());
       }
       break;
     }
@@ -162,14 +162,14 @@ std::vector<ToolCallScan> scan_tool_calls(ToolCallFormat format, std::string_vie
       break;  // XML: no JSON object to stream from; calls go out whole as their blocks close (ToolCallStream)
     case ToolCallFormat::kGeneric: {
       // {"tool_calls": [ call, ... ]}
-      size_t i = skip_ws(t, 0);
+      size_t i = skip_json_ws(t, 0);
       if (i >= t.size() || t[i] != '{') break;
-      i = skip_ws(t, i + 1);
+      i = skip_json_ws(t, i + 1);
       static constexpr std::string_view kKey = "\"tool_calls\"";
       if (t.substr(i, kKey.size()) != kKey) break;
-      i = skip_ws(t, i + kKey.size());
+      i = skip_json_ws(t, i + kKey.size());
       if (i >= t.size() || t[i] != ':') break;
-      i = skip_ws(t, i + 1);
+      i = skip_json_ws(t, i + 1);
       if (i >= t.size() || t[i] != '[') break;
       scan_object_list(t, i + 1, out);
       break;

@@ -13,8 +13,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-
-bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+bool has_substring(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -68,13 +67,13 @@ const char* tool_call_format_name(ToolCallFormat f) {
 
 ToolCallFormat detect_tool_call_format(std::string_view t) {
   // Qwen3-Coder's <tool_call> holds XML (<function=name><parameter=p>...), not Hermes' JSON.
-  if (contains(t, kXmlFunctionOpen) && contains(t, kHermesOpen)) return ToolCallFormat::kQwen3Coder;
-  if (contains(t, kHermesOpen)) return ToolCallFormat::kHermes;
-  if (contains(t, "<|header_start|>") && contains(t, "tool_calls") && contains(t, kPythonStart))
+  if (has_substring(t, kXmlFunctionOpen) && has_substring(t, kHermesOpen)) return ToolCallFormat::kQwen3Coder;
+  if (has_substring(t, kHermesOpen)) return ToolCallFormat::kHermes;
+  if (has_substring(t, "<|header_start|>") && has_substring(t, "tool_calls") && has_substring(t, kPythonStart))
     return ToolCallFormat::kLlama4;
-  if (contains(t, kMistralMarker)) return ToolCallFormat::kMistral;
-  if (contains(t, "<|start_header_id|>") && contains(t, "tools") &&
-      (contains(t, kPythonTag) || contains(t, "\"parameters\": dictionary of argument name")))
+  if (has_substring(t, kMistralMarker)) return ToolCallFormat::kMistral;
+  if (has_substring(t, "<|start_header_id|>") && has_substring(t, "tools") &&
+      (has_substring(t, kPythonTag) || has_substring(t, "\"parameters\": dictionary of argument name")))
     return ToolCallFormat::kLlama3;
   return ToolCallFormat::kNone;
 }

@@ -52,7 +52,7 @@ std::optional<std::string> chars_arg(const ArgBinder& b, size_t i) {
   return str_arg(b.get(i), "strip arg");
 }
 
-int64_t int_arg(const Value& v) {
+int64_t method_int_arg(const Value& v) {
   const auto i = as_integer(v);
   if (!i) throw_type_error("'" + python_type_name(v) + "' object cannot be interpreted as an integer");
   return *i;
@@ -167,7 +167,7 @@ Value call_str_method(Renderer& r, const std::string& s, std::string_view name, 
     std::optional<std::string> sep;
     if (b.has(0) && !b.get(0).is_none()) sep = str_arg(b.get(0), "sep");
     if (sep && sep->empty()) throw_value_error("empty separator");
-    const int64_t maxsplit = b.has(1) ? int_arg(b.get(1)) : -1;
+    const int64_t maxsplit = b.has(1) ? method_int_arg(b.get(1)) : -1;
     return string_list(name == "split" ? py::split(s, sep, maxsplit) : py::rsplit(s, sep, maxsplit));
   }
   if (name == "splitlines") {
@@ -181,7 +181,7 @@ Value call_str_method(Renderer& r, const std::string& s, std::string_view name, 
   }
   if (name == "replace") {
     ArgBinder b(fn, args, {"old", "new", "count"});
-    const int64_t count = b.has(2) ? int_arg(b.get(2)) : -1;
+    const int64_t count = b.has(2) ? method_int_arg(b.get(2)) : -1;
     return Value(py::replace(s, str_arg(b.required(0), "replace() argument 1"),
                              str_arg(b.required(1), "replace() argument 2"), count));
   }
@@ -199,7 +199,7 @@ Value call_str_method(Renderer& r, const std::string& s, std::string_view name, 
     int64_t offset = 0;
     if (b.has(1) && !start.is_none()) {
       const int64_t len = static_cast<int64_t>(py::length(s));
-      offset = int_arg(start);
+      offset = method_int_arg(start);
       if (offset < 0) offset = std::max<int64_t>(0, offset + len);
       offset = std::min(offset, len);
     }
@@ -255,7 +255,7 @@ Value call_str_method(Renderer& r, const std::string& s, std::string_view name, 
   if (name == "center" || name == "ljust" || name == "rjust" || name == "zfill") {
     ArgBinder b(fn, args, name == "zfill" ? std::initializer_list<std::string_view>{"width"}
                                           : std::initializer_list<std::string_view>{"width", "fillchar"});
-    const int64_t width = int_arg(b.required(0));
+    const int64_t width = method_int_arg(b.required(0));
     if (width > static_cast<int64_t>(r.options().max_output_bytes)) throw JinjaError("LimitExceeded", "width too large");
     const std::string fill = name == "zfill" ? "0" : (b.has(1) ? str_arg(b.get(1), "fillchar") : " ");
     if (py::length(fill) != 1) throw_type_error("The fill character must be exactly one character long");

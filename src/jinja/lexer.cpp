@@ -141,7 +141,7 @@ size_t match_integer(std::string_view s, size_t pos, int& base) {
   return p;
 }
 
-std::string without_underscores(std::string_view s) {
+std::string digits_without_underscores(std::string_view s) {
   std::string out;
   for (char c : s)
     if (c != '_') out.push_back(c);
@@ -405,7 +405,7 @@ class Lexer {
       if (end != std::string::npos) {
         Token t;
         t.type = Token::Type::kFloat;
-        const std::string text = without_underscores(std::string_view(s_).substr(pos_, end - pos_));
+        const std::string text = digits_without_underscores(std::string_view(s_).substr(pos_, end - pos_));
         std::from_chars(text.data(), text.data() + text.size(), t.float_value);
         t.value = text;
         t.line = line_;
@@ -416,7 +416,7 @@ class Lexer {
       int base = 10;
       end = match_integer(s_, pos_, base);
       if (end != std::string::npos) {
-        std::string text = without_underscores(std::string_view(s_).substr(pos_, end - pos_));
+        std::string text = digits_without_underscores(std::string_view(s_).substr(pos_, end - pos_));
         const size_t skip = base == 10 ? 0 : 2;
         Token t;
         t.type = Token::Type::kInteger;

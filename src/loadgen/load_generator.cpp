@@ -17,12 +17,12 @@
 namespace pagoda::loadgen {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 
 // At most this much of an error response body is kept for the message.
 constexpr size_t kMaxErrorBody = 300;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(MonoClock::time_point t0) { return std::chrono::duration<double>(MonoClock::now() - t0).count(); }
 
 bool is_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -139,7 +139,7 @@ RequestRecord LoadGenerator::attempt(httplib::Client& client, httplib::Request& 
   int status = 0;
   std::string error_body;
   std::optional<std::string> stream_error;
-  const auto t0 = Clock::now();
+  const auto t0 = MonoClock::now();
   req.response_handler = [&](const httplib::Response& res) {
     status = res.status;
     return true;
@@ -191,13 +191,13 @@ RoundResult LoadGenerator::run_round(int32_t concurrency, const std::vector<std:
   std::atomic<size_t> next{0};
   std::mutex progress_mu;
   int64_t finished = 0;  // guarded by progress_mu
-  const auto start = Clock::now();
+  const auto start = MonoClock::now();
   auto worker = [&] {
     httplib::Client client(config_.endpoint.origin);
     configure(client);
     for (size_t i; (i = next.fetch_add(1)) < n;) {
       std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrivals_s[i])));
+          start + std::chrono::duration_cast<MonoClock::duration>(std::chrono::duration<double>(arrivals_s[i])));
       const double sent_s = seconds_since(start);
       result.records[i] = send(client, prompts[i], max_tokens, bodies ? &(*bodies)[i] : nullptr);
       result.records[i].sent_s = sent_s;

@@ -15,9 +15,9 @@
 namespace pagoda::localai {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
+double ms_between(MonoClock::time_point a, MonoClock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
@@ -122,7 +122,7 @@ grpc::Status BackendService::Free(grpc::ServerContext* context, const backend::H
 grpc::Status BackendService::generate(grpc::ServerContext* context, const backend::PredictOptions& request,
                                       const PieceCallback& on_piece,
                                       backend::Reply* last) {
-  const Clock::time_point arrival = Clock::now();
+  const MonoClock::time_point arrival = MonoClock::now();
   std::shared_ptr<LoadedModel> m;
   if (auto st = model_for(request.modelidentity(), &m); !st.ok()) return st;
   InFlight in_flight(in_flight_);
@@ -156,7 +156,7 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
   int32_t tokens = 0;
   bool cancelled = false;
   std::string error;
-  Clock::time_point first_token{};
+  MonoClock::time_point first_token{};
   StreamEvent ev;
   for (;;) {
     const auto wait = stream->next_for(&ev, std::chrono::milliseconds(100));
@@ -172,7 +172,7 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
       for (const nlohmann::json& chunk : calls->chunks_for(ev))
         for (backend::ChatDelta& d : chat_deltas_of(chunk)) deltas.push_back(std::move(d));
     if (ev.kind == StreamEvent::Kind::kToken) {
-      if (tokens++ == 0) first_token = Clock::now();
+      if (tokens++ == 0) first_token = MonoClock::now();
       if (!cancelled && (!ev.text.empty() || !deltas.empty()) && !on_piece(ev.text, tokens, std::move(deltas))) {
         cancelled = true;
         stream->cancel();
@@ -186,7 +186,7 @@ grpc::Status BackendService::generate(grpc::ServerContext* context, const backen
   // An error before any token is the engine refusing the request (it can never fit the KV pool, say).
   if (!error.empty())
     return grpc::Status(tokens == 0 ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::INTERNAL, error);
-  const Clock::time_point end = Clock::now();
+  const MonoClock::time_point end = MonoClock::now();
   last->set_tokens(tokens);
   last->set_timing_prompt_processing(ms_between(arrival, tokens > 0 ? first_token : end));
   last->set_timing_token_generation(tokens > 0 ? ms_between(first_token, end) : 0.0);

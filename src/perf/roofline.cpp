@@ -16,9 +16,9 @@
 namespace pagoda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(MonoClock::time_point t0) { return std::chrono::duration<double>(MonoClock::now() - t0).count(); }
 
 void add_matrix(DecodeCost& c, const WeightMatrix& w) {
   c.weight_bytes += static_cast<uint64_t>(w.row_bytes) * static_cast<uint64_t>(w.rows);
@@ -53,7 +53,7 @@ double best_read_rate(ThreadPool& pool, uint64_t* buf, size_t n, int reps) {
   constexpr size_t kLine = 64 / sizeof(uint64_t), kAhead = 4096 / sizeof(uint64_t);  // prefetch 4 KiB ahead
   for (int rep = 0; rep < 2 * reps; ++rep) {
     const bool prefetch = rep % 2 == 1;
-    const auto t0 = Clock::now();
+    const auto t0 = MonoClock::now();
     pool.parallel_for(pool.num_threads(), [&](int64_t tb, int64_t te) {
       for (int64_t t = tb; t < te; ++t) {
         const size_t b = n * t / pool.num_threads(), e = n * (t + 1) / pool.num_threads();
@@ -121,7 +121,7 @@ double measure_decode_matmul_rate(GgmlType type, int64_t cols, ThreadPool& pool)
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     const int iters = 200;
-    const auto t0 = Clock::now();
+    const auto t0 = MonoClock::now();
     for (int i = 0; i < iters; ++i) matmul(w, x.data(), 1, y.data(), pool);
     best = std::max(best, 2.0 * static_cast<double>(rows) * cols * iters / seconds_since(t0));
   }

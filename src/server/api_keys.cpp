@@ -17,7 +17,7 @@ bool ApiKeys::equal_constant_time(std::string_view a, std::string_view b) {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_spaces(std::string_view s) {
   const size_t a = s.find_first_not_of(" \t\r");
   if (a == std::string_view::npos) return {};
   const size_t b = s.find_last_not_of(" \t\r");
@@ -80,21 +80,21 @@ Result<ApiKeys> ApiKeys::parse(std::string_view text, const std::string& source_
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     ++line_no;
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = trim(line);
+    line = trim_spaces(line);
     if (line.empty()) continue;
     const size_t sp = line.find_first_of(" \t");
     const std::string where = source_name + ":" + std::to_string(line_no);
     if (sp == std::string_view::npos) return make_error(where + ": expected 'TENANT KEY'");
     const std::string tenant(line.substr(0, sp));
-    std::string_view rest = trim(line.substr(sp));
+    std::string_view rest = trim_spaces(line.substr(sp));
     const size_t key_end = rest.find_first_of(" \t");
     const std::string key(rest.substr(0, key_end));
-    rest = key_end == std::string_view::npos ? std::string_view{} : trim(rest.substr(key_end));
+    rest = key_end == std::string_view::npos ? std::string_view{} : trim_spaces(rest.substr(key_end));
     TenantLimits limits;
     while (!rest.empty()) {
       const size_t end = rest.find_first_of(" \t");
       if (Status st = parse_limit(rest.substr(0, end), &limits); !st.ok()) return make_error(where + ": " + st.error().message);
-      rest = end == std::string_view::npos ? std::string_view{} : trim(rest.substr(end));
+      rest = end == std::string_view::npos ? std::string_view{} : trim_spaces(rest.substr(end));
     }
     if (limits.max_kv_blocks > 0 && limits.kv_share > 0)
       return make_error(where + ": give max_kv_blocks or kv_share, not both");

@@ -19,7 +19,7 @@
 namespace pagoda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 
 constexpr size_t kReadChunk = size_t{64} << 10;
 constexpr auto kSweepInterval = std::chrono::milliseconds(100);
@@ -60,8 +60,8 @@ struct ConnectionFront::Connection {
   std::string bytes;
   RequestFramer framer;
   Phase phase = Phase::kIdle;
-  Clock::time_point since;     // when it started waiting here (eviction picks the earliest)
-  Clock::time_point deadline;  // of the current phase
+  MonoClock::time_point since;     // when it started waiting here (eviction picks the earliest)
+  MonoClock::time_point deadline;  // of the current phase
   bool continue_sent = false;
   size_t lingered = 0;
 };
@@ -160,7 +160,7 @@ void ConnectionFront::run() {
   std::unordered_map<int, Connection> conns;
   std::vector<epoll_event> events(256);
   std::string chunk(kReadChunk, '\0');
-  Clock::time_point next_sweep = Clock::now() + kSweepInterval;
+  MonoClock::time_point next_sweep = MonoClock::now() + kSweepInterval;
 
   auto close_conn = [&](int fd) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
@@ -175,14 +175,14 @@ void ConnectionFront::run() {
     [[maybe_unused]] const ssize_t n = ::send(fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     ::shutdown(fd, SHUT_WR);
     c.phase = Connection::Phase::kLinger;
-    c.deadline = Clock::now() + kLingerTime;
+    c.deadline = MonoClock::now() + kLingerTime;
     c.bytes.clear();
     c.bytes.shrink_to_fit();
   };
   // The framer's verdict on what has arrived: wait, hand over, or refuse.
   auto examine = [&](int fd, Connection& c) {
     if (c.bytes.empty()) return;
-    const auto now = Clock::now();
+    const auto now = MonoClock::now();
     if (c.phase == Connection::Phase::kIdle) {
       c.phase = Connection::Phase::kHead;
       c.deadline = now + config_.head_timeout;
@@ -230,7 +230,7 @@ void ConnectionFront::run() {
     auto [it, inserted] = conns.try_emplace(fd, config_.limits);
     Connection& c = it->second;
     c.bytes = std::move(bytes);
-    c.since = Clock::now();
+    c.since = MonoClock::now();
     c.deadline = c.since + config_.idle_timeout;
     stats_.waiting.store(static_cast<int64_t>(conns.size()), std::memory_order_relaxed);
     epoll_event ev{};
@@ -277,7 +277,7 @@ void ConnectionFront::run() {
       if (still != conns.end() && still->second.phase != Connection::Phase::kLinger) close_conn(fd);
     }
   };
-  auto sweep = [&](Clock::time_point now) {
+  auto sweep = [&](MonoClock::time_point now) {
     std::vector<int> expired;
     for (auto& [fd, c] : conns)
       if (now >= c.deadline) expired.push_back(fd);
@@ -339,7 +339,7 @@ void ConnectionFront::run() {
         on_readable(fd);
       }
     }
-    const auto now = Clock::now();
+    const auto now = MonoClock::now();
     if (now >= next_sweep) {
       sweep(now);
       next_sweep = now + kSweepInterval;

@@ -12,14 +12,14 @@ namespace {
 
 constexpr const char* kMergesKey = "tokenizer.ggml.merges";
 
-struct Symbol {
+struct BpeSymbol {
   size_t begin;  // byte offset in the encoded word
   size_t size;   // bytes; 0 once merged into its left neighbour
   int prev;
   int next;
 };
 
-struct Bigram {
+struct BpeBigram {
   int left;
   int right;
   int rank;
@@ -27,8 +27,8 @@ struct Bigram {
 };
 
 // Lowest rank first; among equal ranks the leftmost pair, as llama.cpp orders its queue.
-struct BigramOrder {
-  bool operator()(const Bigram& a, const Bigram& b) const {
+struct BpeBigramOrder {
+  bool operator()(const BpeBigram& a, const BpeBigram& b) const {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
   }
 };
@@ -100,7 +100,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<TokenId>& out)
     }
   }
 
-  std::vector<Symbol> symbols;
+  std::vector<BpeSymbol> symbols;
   symbols.reserve(word.size());
   for (size_t offset = 0; offset < word.size();) {
     const size_t len = std::min(utf8_lead_length(word[offset]), word.size() - offset);
@@ -109,22 +109,22 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<TokenId>& out)
     offset += len;
   }
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+  std::priority_queue<BpeBigram, std::vector<BpeBigram>, BpeBigramOrder> queue;
   std::string scratch;
   auto try_add = [&](int left, int right) {
     if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
-    const Symbol& r = symbols[right];
+    const BpeSymbol& l = symbols[left];
+    const BpeSymbol& r = symbols[right];
     auto rank = merge_rank(word.substr(l.begin, l.size), word.substr(r.begin, r.size), scratch);
     if (rank) queue.push({left, right, *rank, l.size + r.size});
   };
   for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
 
   while (!queue.empty()) {
-    const Bigram bigram = queue.top();
+    const BpeBigram bigram = queue.top();
     queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
+    BpeSymbol& left = symbols[bigram.left];
+    BpeSymbol& right = symbols[bigram.right];
     // Symbols only grow to the right and keep their start, so equal sizes mean equal text: not stale.
     if (left.size == 0 || right.size == 0 || left.size + right.size != bigram.size) continue;
     left.size += right.size;
@@ -135,7 +135,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<TokenId>& out)
     try_add(bigram.left, left.next);
   }
 
-  for (const Symbol& s : symbols) {
+  for (const BpeSymbol& s : symbols) {
     if (s.size == 0) continue;
     const std::string_view piece = word.substr(s.begin, s.size);
     if (auto id = vocab_.find(piece)) {

@@ -31,15 +31,15 @@ std::vector<double> log_softmax(const std::vector<float>& logits) {
   return out;
 }
 
-using Clock = std::chrono::steady_clock;
+using MonoClock = std::chrono::steady_clock;
 
 template <typename F>
 double median_seconds(int repeats, F&& fn) {
   std::vector<double> t;
   for (int r = 0; r < std::max(repeats, 1); ++r) {
-    const auto t0 = Clock::now();
+    const auto t0 = MonoClock::now();
     fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    t.push_back(std::chrono::duration<double>(MonoClock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -115,9 +115,9 @@ std::vector<SearchScaling> measure_search_scaling(int64_t dim, const std::vector
     r.entries = size;
     r.exact_ms = 1e3 * median_seconds(5, [&] { (void)lib.nearest(queries[0]); });
     lib.set_approximate_from(1);
-    const auto t0 = Clock::now();
+    const auto t0 = MonoClock::now();
     (void)lib.nearest(queries[0]);  // builds the index
-    r.index_build_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.index_build_s = std::chrono::duration<double>(MonoClock::now() - t0).count();
     r.approximate_ms = 1e3 * median_seconds(5, [&] { (void)lib.nearest(queries[1]); });
     int agree = 0;
     for (const auto& q : queries) agree += lib.nearest(q)->index == lib.nearest_exact(q)->index;
@@ -185,7 +185,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
 
   // The library: every test source's summary, then the distractors'; and, for the baselines, their cold
   // first-token logits and tokens.
-  const auto lib_t0 = Clock::now();
+  const auto lib_t0 = MonoClock::now();
   WarmStartLibrary library(std::numeric_limits<uint64_t>::max());
   std::vector<std::vector<float>> source_cold_logits;
   std::vector<std::vector<int32_t>> library_tokens;
@@ -216,7 +216,7 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
     PAGODA_RETURN_IF_ERROR(add_entry(tokens, d.near_miss ? "near-miss" : "unrelated"));
   }
   result.library_entries = static_cast<int64_t>(library_tokens.size());
-  result.library_seconds = std::chrono::duration<double>(Clock::now() - lib_t0).count();
+  result.library_seconds = std::chrono::duration<double>(MonoClock::now() - lib_t0).count();
   result.library_bytes = static_cast<int64_t>(library.bytes());
   result.full_kv_bytes_mean = kv_bytes_sum / static_cast<int64_t>(items.size());
 
@@ -435,9 +435,9 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       std::vector<double> times;
       for (int rep = 0; rep < std::max(o.timing_repeats, 1); ++rep) {
         PAGODA_RETURN_IF_ERROR(cold.prefill(src, 0, scratch));  // the neighbour's stored cache (not timed)
-        const auto t0 = Clock::now();
+        const auto t0 = MonoClock::now();
         PAGODA_RETURN_IF_ERROR(blend(first));
-        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        times.push_back(std::chrono::duration<double>(MonoClock::now() - t0).count());
       }
       std::sort(times.begin(), times.end());
       PAGODA_RETURN_IF_ERROR(add("neighbour-kv-blend", first, times[times.size() / 2]));
@@ -460,9 +460,9 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
       std::vector<double> times;
       for (int rep = 0; rep < std::max(o.timing_repeats, 1); ++rep) {
         if (common > 0) PAGODA_RETURN_IF_ERROR(cold.prefill(head, 0, scratch));  // the cached blocks (not timed)
-        const auto t0 = Clock::now();
+        const auto t0 = MonoClock::now();
         PAGODA_RETURN_IF_ERROR(cold.prefill(it.target, common, first));
-        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        times.push_back(std::chrono::duration<double>(MonoClock::now() - t0).count());
       }
       std::sort(times.begin(), times.end());
       PAGODA_RETURN_IF_ERROR(add("prefix-cache", first, times[times.size() / 2]));

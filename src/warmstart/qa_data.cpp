@@ -15,7 +15,7 @@ enum Fact { kPet, kColour, kTown, kFriend, kFood, kJob, kNumFacts };
 
 const std::vector<std::string> kPeople = {"Lily", "Tom",  "Sara", "Ben",  "Mia",  "Max",  "Anna", "Sam",
                                           "Lucy", "Tim",  "Jack", "Zoe",  "Omar", "Nina", "Paul", "Ruth"};
-const std::vector<std::string> kAnimals = {"dog", "cat", "rabbit", "parrot", "horse", "hamster"};
+const std::vector<std::string> kQaAnimals = {"dog", "cat", "rabbit", "parrot", "horse", "hamster"};
 const std::vector<std::string> kPetNames = {"Pip", "Rex", "Biscuit", "Coco", "Bruno", "Luna", "Milo", "Daisy", "Oscar", "Pepper"};
 const std::vector<std::string> kColours = {"red", "blue", "green", "yellow", "purple", "orange", "pink", "brown"};
 const std::vector<std::string> kTowns = {"Lisbon", "Oslo", "Denver", "Cairo", "Dublin", "Kyoto", "Lima", "Perth", "Boston", "Naples"};
@@ -53,7 +53,7 @@ const std::vector<std::string> kFillers = {
     "The bus to the city comes every hour.", "{A} writes letters to an old aunt.", "Most evenings are calm and warm."};
 const std::vector<std::string> kInsertions = {"People in town know {A} well.", "{A} is a cheerful person.",
                                               "This is a short story about {A}."};
-const std::vector<std::pair<std::string, std::string>> kSynonyms = {
+const std::vector<std::pair<std::string, std::string>> kQaSynonyms = {
     {"often", "frequently"}, {"small", "little"}, {"kind", "friendly"}, {"long", "lengthy"},
     {"early", "at dawn"},    {"big", "large"},    {"calm", "quiet"},    {"tall", "high"}};
 
@@ -74,7 +74,7 @@ const std::vector<std::string>& values_of(int fact) {
 }
 
 template <typename T>
-const T& pick(Rng& rng, const std::vector<T>& v) {
+const T& pick_qa(Rng& rng, const std::vector<T>& v) {
   return v[rng.next_u64() % v.size()];
 }
 
@@ -88,7 +88,7 @@ std::string fill_in(std::string s, const QaFill& f, const std::string& value = "
 // A value for `fact` that differs from every one in `avoid` (and from the person's own name for friends).
 std::string other_value(Rng& rng, int fact, const QaFill& f, const std::vector<std::string>& avoid) {
   for (;;) {
-    const std::string& v = pick(rng, values_of(fact));
+    const std::string& v = pick_qa(rng, values_of(fact));
     bool clash = fact == kFriend && v == f.A;
     for (const auto& a : avoid) clash = clash || v == a;
     if (!clash) return v;
@@ -97,8 +97,8 @@ std::string other_value(Rng& rng, int fact, const QaFill& f, const std::vector<s
 
 QaFill random_fill(Rng& rng) {
   QaFill f;
-  f.A = pick(rng, kPeople);
-  f.N = pick(rng, kAnimals);
+  f.A = pick_qa(rng, kPeople);
+  f.N = pick_qa(rng, kQaAnimals);
   for (int k = 0; k < kNumFacts; ++k) f.value[k] = other_value(rng, k, f, {});
   return f;
 }
@@ -106,7 +106,7 @@ QaFill random_fill(Rng& rng) {
 // One rendering: opening, the six facts (shuffled, each in a random phrasing), fillers (one fewer with
 // probability 1/2), maybe an inserted sentence, synonyms over the statements; then the question, unchanged.
 // Only `rng` decides the wording, so replaying a copy of it with another fill changes the values alone.
-std::string render(int framing, int asked, const QaFill& f, const std::vector<int>& fillers, Rng& rng) {
+std::string render_qa_prompt(int framing, int asked, const QaFill& f, const std::vector<int>& fillers, Rng& rng) {
   std::vector<std::string> facts;
   for (int k = 0; k < kNumFacts; ++k) facts.push_back(fill_in(kFactPhrasings[k][rng.next_u64() % 3], f, f.value[k]));
   for (size_t i = facts.size(); i > 1; --i) std::swap(facts[i - 1], facts[rng.next_u64() % i]);
@@ -118,7 +118,7 @@ std::string render(int framing, int asked, const QaFill& f, const std::vector<in
   for (size_t i = 0; i < n_fill; ++i) after[rng.next_u64() % facts.size()].push_back(fill_in(kFillers[fillers[i]], f));
   const bool insert = rng.next_double() < 0.5;
   const size_t insert_at = rng.next_u64() % facts.size();
-  const std::string insertion = fill_in(pick(rng, kInsertions), f);
+  const std::string insertion = fill_in(pick_qa(rng, kInsertions), f);
   for (size_t i = 0; i < facts.size(); ++i) {
     s.push_back(facts[i]);
     if (insert && i == insert_at) s.push_back(insertion);
@@ -126,7 +126,7 @@ std::string render(int framing, int asked, const QaFill& f, const std::vector<in
   }
   std::string text;
   for (const auto& sentence : s) text += (text.empty() ? "" : " ") + sentence;
-  return apply_synonyms(text, kSynonyms, rng) + "\n" + fill_in(kQuestions[asked], f);
+  return apply_synonyms(text, kQaSynonyms, rng) + "\n" + fill_in(kQuestions[asked], f);
 }
 
 std::string normalise(const std::string& s) {
@@ -170,7 +170,7 @@ PairSplit generate_qa_pairs(const QaDataOptions& o) {
       p.adversarial = k >= o.instances_per_template;
       Rng wording(rng.next_u64());
       Rng target_wording = wording;  // a near-miss target replays the source's wording
-      p.source = render(framing, asked, fill, fillers, wording);
+      p.source = render_qa_prompt(framing, asked, fill, fillers, wording);
       QaFill target_fill = fill;
       if (p.adversarial) {
         target_fill.value[asked] = other_value(rng, asked, fill, {fill.value[asked]});
@@ -178,7 +178,7 @@ PairSplit generate_qa_pairs(const QaDataOptions& o) {
         target_wording = Rng(rng.next_u64());
       }
       Rng near_miss_wording = target_wording;
-      p.target = render(framing, asked, target_fill, fillers, target_wording);
+      p.target = render_qa_prompt(framing, asked, target_fill, fillers, target_wording);
       p.answer = target_fill.value[asked];
       p.continuation = p.answer + ".";
       if (test) {
@@ -187,7 +187,8 @@ PairSplit generate_qa_pairs(const QaDataOptions& o) {
           // The target's own wording with a third value for the asked fact.
           QaFill miss = fill;
           miss.value[asked] = other_value(rng, asked, fill, {fill.value[asked]});
-          split.distractors.push_back({render(framing, asked, miss, fillers, near_miss_wording), true, index});
+          split.distractors.push_back(
+              {render_qa_prompt(framing, asked, miss, fillers, near_miss_wording), true, index});
         }
         // Another person, any template.
         const int other = static_cast<int>(rng.next_u64() % kNumQaTemplates);
@@ -195,7 +196,8 @@ PairSplit generate_qa_pairs(const QaDataOptions& o) {
         std::vector<int> other_fillers;
         for (int i = 0; i < n_fill; ++i) other_fillers.push_back(static_cast<int>(rng.next_u64() % kFillers.size()));
         split.distractors.push_back(
-            {render(other / kNumFacts, other % kNumFacts, random_fill(rng), other_fillers, other_wording), false, -1});
+            {render_qa_prompt(other / kNumFacts, other % kNumFacts, random_fill(rng), other_fillers, other_wording),
+             false, -1});
       }
       (test ? split.test : split.train).push_back(std::move(p));
     }

@@ -5,7 +5,10 @@
 #   1. the guard works: on a folder configured without tests, `ctest --no-tests=error` fails;
 #   2. scripts/configure.sh release, run after that, brings the tests back (ctest lists them);
 #   3. the scripts use it: demo.sh and test.sh configure through configure.sh, and every ctest in test.sh
-#      carries --no-tests=error.
+#      carries --no-tests=error;
+#   4. configuring a folder again changes no compile command: the second command of the README after the first must
+#      not rebuild what the first built (libzmq's pkg-config flags once moved between a first and a later configure,
+#      and the demo after the test command recompiled the whole library).
 # Usage: setup_order_test.sh SOURCE_DIR
 set -u
 src="$(cd "$1" && pwd)"
@@ -32,5 +35,13 @@ while IFS= read -r line; do
   case "$line" in *--no-tests=error*) ok ;; *) bad "test.sh runs ctest without --no-tests=error: $line" ;; esac
 done < <(grep -E '^\s*(ASAN_OPTIONS=.*\\$)?\s*ctest ' "$src/scripts/test.sh"; grep -E '^\s+ctest ' "$src/scripts/test.sh")
 [ "$(grep -cE 'ctest ' "$src/scripts/test.sh")" -ge 2 ] && ok || bad "test.sh runs fewer than two ctest phases"
+
+# 4. A fresh folder, configured twice: the same compile commands.
+bash "$src/scripts/configure.sh" release "$tmp/twice" >/dev/null 2>&1 || bad "configure.sh release (fresh) failed"
+cp "$tmp/twice/compile_commands.json" "$tmp/first.json"
+bash "$src/scripts/configure.sh" release "$tmp/twice" >/dev/null 2>&1 || bad "configure.sh release (again) failed"
+if cmp -s "$tmp/first.json" "$tmp/twice/compile_commands.json"; then ok; else
+  bad "a second configure changed compile commands: $(diff "$tmp/first.json" "$tmp/twice/compile_commands.json" | head -4)"
+fi
 
 finish_tests

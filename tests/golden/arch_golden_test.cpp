@@ -12,13 +12,11 @@
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
 #include "golden_jsonl.h"
+#include "golden_shared.h"
 #include "model/model.h"
 
 namespace pagoda {
 namespace {
-
-const std::string kShared = PAGODA_SHARED_DIR;
-constexpr float kNearTieMargin = 0.02f;
 
 std::vector<GoldenCase> load_golden(const std::string& arch) {
   return load_golden_jsonl(kShared + "/golden/arch/" + arch + "-greedy.jsonl");

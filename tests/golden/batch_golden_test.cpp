@@ -8,11 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "golden_shared.h"
+
 namespace pagoda {
 namespace {
-
-const std::string kShared = PAGODA_SHARED_DIR;
-constexpr float kNearTieMargin = 0.02f;
 
 TEST(BatchGolden, AllPromptsAtOnceReproduceLlamaCppGreedyTokens) {
 #ifdef PAGODA_NO_BINARY

@@ -10,14 +10,13 @@
 #include <set>
 
 #include "engine/sequence_runner.h"
+#include "golden_shared.h"
 #include "model/convert.h"
 #include "model/hf_folder.h"
 #include "model/model.h"
 
 namespace pagoda {
 namespace {
-
-const std::string kShared = PAGODA_SHARED_DIR;
 
 class ConvertTwin : public ::testing::TestWithParam<const char*> {};
 

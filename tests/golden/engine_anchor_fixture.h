@@ -10,12 +10,11 @@
 
 #include "engine/engine.h"
 #include "engine_reference.h"
+#include "golden_shared.h"
 #include "model/model.h"
 #include "util/rng.h"
 
 namespace pagoda {
-
-inline const std::string kShared = PAGODA_SHARED_DIR;
 
 using Output = SequenceOutput;
 

@@ -16,12 +16,12 @@
 namespace pagoda {
 namespace {
 
-struct GateCase {
+struct AnchorGateCase {
   int32_t block_size;
   bool caching;
 };
 
-class EngineAnchorGate : public EngineAnchor, public ::testing::WithParamInterface<GateCase> {};
+class EngineAnchorGate : public EngineAnchor, public ::testing::WithParamInterface<AnchorGateCase> {};
 
 // Two anchors (one ending inside a block, one on a boundary when the block size allows), 12 requests in one busy
 // batch: anchored ones with various prompts, two sharing a prompt prefix, and plain ones, including a plain prompt
@@ -107,8 +107,9 @@ TEST_P(EngineAnchorGate, AnchoredRequestsMatchThePlainPromptBitwise) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BlockSizesAndCaching, EngineAnchorGate,
-                         ::testing::Values(GateCase{1, true}, GateCase{16, true}, GateCase{32, true},
-                                           GateCase{1, false}, GateCase{16, false}, GateCase{32, false}),
+                         ::testing::Values(AnchorGateCase{1, true}, AnchorGateCase{16, true}, AnchorGateCase{32, true},
+                                           AnchorGateCase{1, false}, AnchorGateCase{16, false},
+                                           AnchorGateCase{32, false}),
                          [](const auto& info) {
                            return "bs" + std::to_string(info.param.block_size) +
                                   (info.param.caching ? "_cached" : "_uncached");

@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "engine_reference.h"
+#include "golden_shared.h"
 #include "model/convert.h"
 #include "model/hf_folder.h"
 #include "model/model.h"
@@ -16,8 +17,6 @@
 
 namespace pagoda {
 namespace {
-
-const std::string kShared = PAGODA_SHARED_DIR;
 
 struct GateCase {
   const char* arch;

@@ -8,14 +8,13 @@
 #include "api/output_constraint.h"
 #include "engine/engine.h"
 #include "engine_reference.h"
+#include "golden_shared.h"
 #include "grammar/json_schema.h"
 #include "model/model.h"
 #include "util/rng.h"
 
 namespace pagoda {
 namespace {
-
-const std::string kShared = PAGODA_SHARED_DIR;
 
 class EngineConstrained : public ::testing::Test {
  protected:

@@ -8,13 +8,12 @@
 
 #include "engine/engine.h"
 #include "engine_reference.h"
+#include "golden_shared.h"
 #include "model/model.h"
 #include "util/rng.h"
 
 namespace pagoda {
 namespace {
-
-const std::string kShared = PAGODA_SHARED_DIR;
 
 using Reference = SequenceOutput;
 using Collected = SequenceOutput;

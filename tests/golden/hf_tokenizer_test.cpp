@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "golden_shared.h"
 #include "io/gguf_file.h"
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/tokenizer.h"
@@ -17,7 +18,6 @@ namespace pagoda {
 namespace {
 
 using json = nlohmann::json;
-const std::string kShared = PAGODA_SHARED_DIR;
 
 const char* kLlama3Split =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"

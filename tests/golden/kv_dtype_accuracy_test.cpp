@@ -13,13 +13,13 @@
 
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
+#include "golden_shared.h"
 #include "model/model.h"
 #include "util/rng.h"
 
 namespace pagoda {
 namespace {
 
-const std::string kShared = PAGODA_SHARED_DIR;
 constexpr int kSteps = 48;
 
 struct Path {
@@ -76,17 +76,17 @@ std::vector<std::vector<int32_t>> random_prompts(int n_vocab) {
   return out;
 }
 
-struct Case {
+struct KvDtypeCase {
   const char* model;
   KvDtype dtype;
   float max_bound;   // teacher-forced max |logit - f32 logit| over every step and vocabulary entry
   float mean_bound;  // mean of the same
 };
 
-class KvDtypeAccuracy : public ::testing::TestWithParam<Case> {};
+class KvDtypeAccuracy : public ::testing::TestWithParam<KvDtypeCase> {};
 
 TEST_P(KvDtypeAccuracy, StaysNearTheF32CacheAndDivergesOnlyAtNearTies) {
-  const Case c = GetParam();
+  const KvDtypeCase c = GetParam();
   auto m = Model::load(kShared + "/models/" + c.model + ".gguf");
   ASSERT_TRUE(m.ok()) << m.error().message;
   const auto prompts = std::string(c.model) == "stories260K" ? golden_prompts() : random_prompts((*m)->hparams().n_vocab);
@@ -134,10 +134,11 @@ INSTANTIATE_TEST_SUITE_P(
     // Bounds: about twice what was measured (docs/kernels.md has the numbers). The results are the same on every
     // ISA, so the margin is for future kernel changes, not noise. On the synthetic Q4_K_M model a small change in
     // attention output also moves the next matmul's activation quantization, which is most of its deviation.
-    ::testing::Values(Case{"stories260K", KvDtype::kF16, 0.05f, 0.005f}, Case{"stories260K", KvDtype::kBF16, 0.35f, 0.03f},
-                      Case{"quant/synth-q-Q4_K_M", KvDtype::kF16, 0.4f, 0.07f},
-                      Case{"quant/synth-q-Q4_K_M", KvDtype::kBF16, 0.45f, 0.075f},
-                      Case{"quant/synth-q-Q4_K_M", KvDtype::kQ8_0, 0.5f, 0.08f}),
+    ::testing::Values(KvDtypeCase{"stories260K", KvDtype::kF16, 0.05f, 0.005f},
+                      KvDtypeCase{"stories260K", KvDtype::kBF16, 0.35f, 0.03f},
+                      KvDtypeCase{"quant/synth-q-Q4_K_M", KvDtype::kF16, 0.4f, 0.07f},
+                      KvDtypeCase{"quant/synth-q-Q4_K_M", KvDtype::kBF16, 0.45f, 0.075f},
+                      KvDtypeCase{"quant/synth-q-Q4_K_M", KvDtype::kQ8_0, 0.5f, 0.08f}),
     [](const auto& info) {
       std::string n = std::string(info.param.model) + "_" + kv_dtype_name(info.param.dtype);
       for (char& ch : n)

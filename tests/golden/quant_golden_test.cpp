@@ -11,12 +11,11 @@
 
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
+#include "golden_shared.h"
 #include "model/model.h"
 
 namespace pagoda {
 namespace {
-
-const std::string kShared = PAGODA_SHARED_DIR;
 
 struct Family {
   float max_diff, mean_diff, near_tie;

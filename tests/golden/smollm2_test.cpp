@@ -20,13 +20,13 @@
 #include "engine/sequence_runner.h"
 #include "engine_reference.h"
 #include "golden_jsonl.h"
+#include "golden_shared.h"
 #include "model/model.h"
 #include "vocab_vectors.h"
 
 namespace pagoda {
 namespace {
 
-const std::string kShared = PAGODA_SHARED_DIR;
 const std::string kSource = PAGODA_SOURCE_DIR;
 const std::string kModel = kSource + "/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 const std::string kGoldens = kSource + "/tests/golden/data/smollm2-135m-instruct-q4_1-greedy.jsonl";

@@ -8,14 +8,13 @@
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
 #include "golden_jsonl.h"
+#include "golden_shared.h"
 #include "model/model.h"
 
 namespace pagoda {
 namespace {
 
-const std::string kShared = PAGODA_SHARED_DIR;
 constexpr float kLogitTolerance = 1e-3f;
-constexpr float kNearTieMargin = 0.02f;
 
 class Stories260K : public ::testing::Test {
  protected:

@@ -40,8 +40,8 @@ Result<CborValue> decode_hex(std::string_view hex, const CborLimits& limits = {}
 }
 
 // Decoding `hex` fails with a message that contains every one of `parts`.
-void expect_rejected(std::string_view hex, std::initializer_list<std::string_view> parts,
-                     const CborLimits& limits = {}) {
+void expect_cbor_rejected(std::string_view hex, std::initializer_list<std::string_view> parts,
+                          const CborLimits& limits = {}) {
   SCOPED_TRACE(std::string(hex));
   auto decoded = decode_hex(hex, limits);
   ASSERT_FALSE(decoded.ok()) << "decoded to " << to_hex(encode_cbor(*decoded));
@@ -177,83 +177,83 @@ TEST(CborDecode, ByteAndTextStringsKeepEveryByte) {
 }
 
 TEST(CborDecode, RejectsNegativeIntegers) {
-  expect_rejected("20", {"negative integer", "major type 1", "offset 0"});
-  expect_rejected("3903e7", {"negative integer", "offset 0"});
-  expect_rejected("820120", {"negative integer", "offset 2"});
+  expect_cbor_rejected("20", {"negative integer", "major type 1", "offset 0"});
+  expect_cbor_rejected("3903e7", {"negative integer", "offset 0"});
+  expect_cbor_rejected("820120", {"negative integer", "offset 2"});
 }
 
 TEST(CborDecode, RejectsTags) {
-  expect_rejected("c074323031332d30332d32315432303a30343a30305a", {"tag", "major type 6", "offset 0"});
-  expect_rejected("a16161d818456449455446", {"tag", "offset 3"});
-  expect_rejected("c249010000000000000000", {"tag"});  // bignum
+  expect_cbor_rejected("c074323031332d30332d32315432303a30343a30305a", {"tag", "major type 6", "offset 0"});
+  expect_cbor_rejected("a16161d818456449455446", {"tag", "offset 3"});
+  expect_cbor_rejected("c249010000000000000000", {"tag"});  // bignum
 }
 
 TEST(CborDecode, RejectsFloatsAndSimpleValues) {
-  expect_rejected("f4", {"false", "major type 7", "offset 0"});
-  expect_rejected("f5", {"true", "offset 0"});
-  expect_rejected("f6", {"null"});
-  expect_rejected("f7", {"undefined"});
-  expect_rejected("f93c00", {"half-precision float"});
-  expect_rejected("fa47c35000", {"single-precision float"});
-  expect_rejected("fb3ff199999999999a", {"double-precision float"});
-  expect_rejected("e0", {"simple value"});
-  expect_rejected("f8ff", {"simple value"});
-  expect_rejected("ff", {"break stop code"});
-  expect_rejected("8201f6", {"null", "offset 2"});
+  expect_cbor_rejected("f4", {"false", "major type 7", "offset 0"});
+  expect_cbor_rejected("f5", {"true", "offset 0"});
+  expect_cbor_rejected("f6", {"null"});
+  expect_cbor_rejected("f7", {"undefined"});
+  expect_cbor_rejected("f93c00", {"half-precision float"});
+  expect_cbor_rejected("fa47c35000", {"single-precision float"});
+  expect_cbor_rejected("fb3ff199999999999a", {"double-precision float"});
+  expect_cbor_rejected("e0", {"simple value"});
+  expect_cbor_rejected("f8ff", {"simple value"});
+  expect_cbor_rejected("ff", {"break stop code"});
+  expect_cbor_rejected("8201f6", {"null", "offset 2"});
 }
 
 TEST(CborDecode, RejectsIndefiniteLengths) {
-  expect_rejected("5f42010243030405ff", {"indefinite-length byte string", "offset 0"});
-  expect_rejected("7f657374726561646d696e67ff", {"indefinite-length text string"});
-  expect_rejected("9fff", {"indefinite-length array"});
-  expect_rejected("bf61610161629f0203ffff", {"indefinite-length map"});
-  expect_rejected("82019f02ff", {"indefinite-length array", "offset 2"});
-  expect_rejected("1f", {"additional information 31", "offset 0"});
+  expect_cbor_rejected("5f42010243030405ff", {"indefinite-length byte string", "offset 0"});
+  expect_cbor_rejected("7f657374726561646d696e67ff", {"indefinite-length text string"});
+  expect_cbor_rejected("9fff", {"indefinite-length array"});
+  expect_cbor_rejected("bf61610161629f0203ffff", {"indefinite-length map"});
+  expect_cbor_rejected("82019f02ff", {"indefinite-length array", "offset 2"});
+  expect_cbor_rejected("1f", {"additional information 31", "offset 0"});
 }
 
 TEST(CborDecode, RejectsReservedAdditionalInformation) {
   for (const char* hex : {"1c", "1d", "1e", "5c", "7d", "9e", "bc"})
-    expect_rejected(hex, {"reserved additional information", "offset 0"});
-  expect_rejected("81811c", {"reserved additional information 28", "offset 2"});
+    expect_cbor_rejected(hex, {"reserved additional information", "offset 0"});
+  expect_cbor_rejected("81811c", {"reserved additional information 28", "offset 2"});
 }
 
 TEST(CborDecode, RejectsTruncatedInput) {
-  expect_rejected("", {"empty"});
-  expect_rejected("18", {"truncated at offset 0: the head's argument needs 1 byte, 0 bytes remain"});
-  expect_rejected("1900", {"truncated at offset 0: the head's argument needs 2 bytes, 1 byte remains"});
-  expect_rejected("1a000000", {"truncated", "needs 4 bytes"});
-  expect_rejected("1b00000000000000", {"truncated", "needs 8 bytes"});
-  expect_rejected("820019", {"truncated at offset 2", "needs 2 bytes"});
+  expect_cbor_rejected("", {"empty"});
+  expect_cbor_rejected("18", {"truncated at offset 0: the head's argument needs 1 byte, 0 bytes remain"});
+  expect_cbor_rejected("1900", {"truncated at offset 0: the head's argument needs 2 bytes, 1 byte remains"});
+  expect_cbor_rejected("1a000000", {"truncated", "needs 4 bytes"});
+  expect_cbor_rejected("1b00000000000000", {"truncated", "needs 8 bytes"});
+  expect_cbor_rejected("820019", {"truncated at offset 2", "needs 2 bytes"});
   // Counts are checked against the bytes left, so a short container is caught at its head...
-  expect_rejected("8201", {"array declaring 2 items with only 1 byte remaining", "offset 0"});
-  expect_rejected("a101", {"map declaring 1 entry with only 1 byte remaining", "offset 0"});
-  expect_rejected("6261", {"text string declaring 2 bytes with only 1 byte remaining", "offset 0"});
+  expect_cbor_rejected("8201", {"array declaring 2 items with only 1 byte remaining", "offset 0"});
+  expect_cbor_rejected("a101", {"map declaring 1 entry with only 1 byte remaining", "offset 0"});
+  expect_cbor_rejected("6261", {"text string declaring 2 bytes with only 1 byte remaining", "offset 0"});
   // ...and one whose earlier elements took more than a byte each runs out where the next item should be.
-  expect_rejected("828100", {"truncated at offset 3: a data item was expected"});
-  expect_rejected("a18100", {"truncated at offset 3"});
+  expect_cbor_rejected("828100", {"truncated at offset 3: a data item was expected"});
+  expect_cbor_rejected("a18100", {"truncated at offset 3"});
 }
 
 TEST(CborDecode, RejectsTrailingBytes) {
-  expect_rejected("0000", {"1 trailing byte after the data item", "offset 1"});
-  expect_rejected("80010203", {"3 trailing bytes", "offset 1"});
+  expect_cbor_rejected("0000", {"1 trailing byte after the data item", "offset 1"});
+  expect_cbor_rejected("80010203", {"3 trailing bytes", "offset 1"});
 }
 
 // Declared lengths are checked against the bytes left before anything is allocated: these would otherwise ask
 // for exabytes.
 TEST(CborDecode, RejectsDeclaredLengthsBeyondTheInputWithoutAllocating) {
-  expect_rejected("5b8000000000000000010203",
-                  {"byte string declaring 9223372036854775808 bytes with only 3 bytes remaining", "offset 0"});
-  expect_rejected("5bffffffffffffffff", {"byte string declaring 18446744073709551615 bytes with only 0"});
-  expect_rejected("7bffffffffffffffff616263", {"text string declaring 18446744073709551615 bytes"});
+  expect_cbor_rejected("5b8000000000000000010203",
+                       {"byte string declaring 9223372036854775808 bytes with only 3 bytes remaining", "offset 0"});
+  expect_cbor_rejected("5bffffffffffffffff", {"byte string declaring 18446744073709551615 bytes with only 0"});
+  expect_cbor_rejected("7bffffffffffffffff616263", {"text string declaring 18446744073709551615 bytes"});
   CborLimits unlimited;
   unlimited.max_items = std::numeric_limits<size_t>::max();
-  expect_rejected("9b0000000100000000010203", {"array declaring 4294967296 items with only 3 bytes remaining"},
-                  unlimited);
-  expect_rejected("9bffffffffffffffff", {"array declaring 18446744073709551615 items"}, unlimited);
-  expect_rejected("bbffffffffffffffff0000", {"map declaring 18446744073709551615 entries"}, unlimited);
+  expect_cbor_rejected("9b0000000100000000010203", {"array declaring 4294967296 items with only 3 bytes remaining"},
+                       unlimited);
+  expect_cbor_rejected("9bffffffffffffffff", {"array declaring 18446744073709551615 items"}, unlimited);
+  expect_cbor_rejected("bbffffffffffffffff0000", {"map declaring 18446744073709551615 entries"}, unlimited);
   // A map entry takes at least two bytes: two entries cannot fit in three.
-  expect_rejected("a2010203", {"map declaring 2 entries with only 3 bytes remaining"});
-  expect_rejected("8181815a00010000", {"byte string declaring 65536 bytes", "offset 3"});
+  expect_cbor_rejected("a2010203", {"map declaring 2 entries with only 3 bytes remaining"});
+  expect_cbor_rejected("8181815a00010000", {"byte string declaring 65536 bytes", "offset 3"});
 }
 
 TEST(CborDecode, RejectsInvalidUtf8) {
@@ -282,7 +282,7 @@ TEST(CborDecode, RejectsInvalidUtf8) {
       {"6461629463", "offset 3"},      // "ab", a stray continuation byte, "c"
       {"8261616261c3", "offset 5"},    // in the second item of an array
   };
-  for (const auto& c : cases) expect_rejected(c.hex, {std::string("invalid UTF-8 at ") + c.offset});
+  for (const auto& c : cases) expect_cbor_rejected(c.hex, {std::string("invalid UTF-8 at ") + c.offset});
 }
 
 TEST(CborDecode, AcceptsUtf8AtTheEdgesOfEachRange) {
@@ -294,14 +294,14 @@ TEST(CborDecode, AcceptsUtf8AtTheEdgesOfEachRange) {
 }
 
 TEST(CborDecode, RejectsDuplicateMapKeys) {
-  expect_rejected("a2616101616102", {"duplicate map key", "offset 4", "offset 1"});
-  expect_rejected("a3010002000100", {"duplicate map key (the same key as at offset 1) at offset 5"});
+  expect_cbor_rejected("a2616101616102", {"duplicate map key", "offset 4", "offset 1"});
+  expect_cbor_rejected("a3010002000100", {"duplicate map key (the same key as at offset 1) at offset 5"});
   // Equal as values though spelled differently: a non-shortest head does not make a new key.
-  expect_rejected("a20001180002", {"duplicate map key", "offset 3"});
-  expect_rejected("a2616101780161ff", {"duplicate map key"});
+  expect_cbor_rejected("a20001180002", {"duplicate map key", "offset 3"});
+  expect_cbor_rejected("a2616101780161ff", {"duplicate map key"});
   // Composite keys compare by value, including maps whose entries were written in another order.
-  expect_rejected("a28201020082010201", {"duplicate map key", "offset 5"});
-  expect_rejected("a2a20102030400a20304010201", {"duplicate map key", "offset 7"});
+  expect_cbor_rejected("a28201020082010201", {"duplicate map key", "offset 5"});
+  expect_cbor_rejected("a2a20102030400a20304010201", {"duplicate map key", "offset 7"});
   // A byte string and a text string with the same bytes are different keys, and so are 1 and "1".
   EXPECT_TRUE(decode_hex("a2416101616102").ok());
   EXPECT_TRUE(decode_hex("a20100613100").ok());
@@ -311,54 +311,54 @@ TEST(CborDecode, RejectsDuplicateMapKeys) {
 
 TEST(CborDecode, LimitsNesting) {
   EXPECT_TRUE(decode_hex(nested_arrays_hex(8)).ok());
-  expect_rejected(nested_arrays_hex(9), {"array nested deeper than the limit of 8", "offset 8"});
+  expect_cbor_rejected(nested_arrays_hex(9), {"array nested deeper than the limit of 8", "offset 8"});
   // Maps count as nesting, in keys as in values.
   std::string maps;
   for (int i = 0; i < 8; ++i) maps += "a100";
   EXPECT_TRUE(decode_hex(maps + "00").ok());
-  expect_rejected(maps + "a0", {"map nested deeper", "offset 16"});
-  expect_rejected("a1" + nested_arrays_hex(8) + "00", {"nested deeper"});
+  expect_cbor_rejected(maps + "a0", {"map nested deeper", "offset 16"});
+  expect_cbor_rejected("a1" + nested_arrays_hex(8) + "00", {"nested deeper"});
   EXPECT_TRUE(decode_hex("a1" + nested_arrays_hex(7) + "00").ok());
 
   CborLimits flat;
   flat.max_depth = 0;
   EXPECT_TRUE(decode_hex("1864", flat).ok());
   EXPECT_TRUE(decode_hex("6161", flat).ok());
-  expect_rejected("80", {"nested deeper than the limit of 0"}, flat);
+  expect_cbor_rejected("80", {"nested deeper than the limit of 0"}, flat);
   flat.max_depth = -5;
-  expect_rejected("a0", {"nested deeper than the limit of 0"}, flat);
+  expect_cbor_rejected("a0", {"nested deeper than the limit of 0"}, flat);
 
   // Decoding recurses once per level, so a caller's limit cannot go past the ceiling.
   CborLimits deep;
   deep.max_depth = 1000000;
   EXPECT_TRUE(decode_hex(nested_arrays_hex(kCborMaxDepthCeiling), deep).ok());
-  expect_rejected(nested_arrays_hex(kCborMaxDepthCeiling + 1), {"limit of 64"}, deep);
-  expect_rejected(nested_arrays_hex(100000), {"nested deeper"}, deep);
+  expect_cbor_rejected(nested_arrays_hex(kCborMaxDepthCeiling + 1), {"limit of 64"}, deep);
+  expect_cbor_rejected(nested_arrays_hex(100000), {"nested deeper"}, deep);
 }
 
 TEST(CborDecode, LimitsTheNumberOfItems) {
   CborLimits limits;
   limits.max_items = 4;
   EXPECT_TRUE(decode_hex("83010203", limits).ok());  // the array and its three elements
-  expect_rejected("8401020304", {"declaring 4 items, beyond the limit of 4 data items", "offset 0"}, limits);
+  expect_cbor_rejected("8401020304", {"declaring 4 items, beyond the limit of 4 data items", "offset 0"}, limits);
   EXPECT_TRUE(decode_hex("a1810000", limits).ok());  // {[0]: 0}: the map, the key, its element, the value
-  expect_rejected("a181810000", {"more than 4 data items (the limit) at offset 4"}, limits);
-  expect_rejected("a201020304", {"declaring 2 entries, beyond the limit of 4"}, limits);
+  expect_cbor_rejected("a181810000", {"more than 4 data items (the limit) at offset 4"}, limits);
+  expect_cbor_rejected("a201020304", {"declaring 2 entries, beyond the limit of 4"}, limits);
   limits.max_items = 5;
   EXPECT_TRUE(decode_hex("a201020304", limits).ok());
   limits.max_items = 0;
-  expect_rejected("00", {"more than 0 data items"}, limits);
+  expect_cbor_rejected("00", {"more than 0 data items"}, limits);
   // Counts are checked against the limit before decoding any element.
   limits.max_items = 10;
-  expect_rejected("980f" + std::string(30, '0'), {"declaring 15 items, beyond the limit of 10"}, limits);
-  expect_rejected("a8" + std::string(32, '0'), {"declaring 8 entries, beyond the limit of 10"}, limits);
+  expect_cbor_rejected("980f" + std::string(30, '0'), {"declaring 15 items, beyond the limit of 10"}, limits);
+  expect_cbor_rejected("a8" + std::string(32, '0'), {"declaring 8 entries, beyond the limit of 10"}, limits);
   // The default allows 65536 items: 65535 elements and their array.
   std::string big = "99ffff";
   for (int i = 0; i < 65535; ++i) big += "00";
   EXPECT_TRUE(decode_hex(big).ok());
   std::string too_big = "9a00010000";
   for (int i = 0; i < 65536; ++i) too_big += "00";
-  expect_rejected(too_big, {"beyond the limit of 65536"});
+  expect_cbor_rejected(too_big, {"beyond the limit of 65536"});
 }
 
 TEST(CborDeterministic, NonShortestHeadsDecodeButAreNotDeterministic) {

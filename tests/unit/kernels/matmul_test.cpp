@@ -43,7 +43,7 @@ TestMatrix make_matrix(GgmlType type, int64_t rows, int64_t cols, uint64_t seed)
   return m;
 }
 
-std::vector<float> random_activations(int64_t n, uint64_t seed) {
+std::vector<float> random_float_activations(int64_t n, uint64_t seed) {
   Rng rng(seed);
   std::vector<float> x(n);
   for (auto& v : x) v = static_cast<float>(rng.next_double() * 2 - 1);
@@ -72,7 +72,7 @@ TEST_P(MatmulTest, MatchesDoublePrecisionReference) {
       if (cols % ggml_type_traits(type).block_elems) continue;
       auto m = make_matrix(type, rows, cols, 7 + rows);
       const int64_t T = 6;
-      auto x = random_activations(T * cols, 99);
+      auto x = random_float_activations(T * cols, 99);
       std::vector<float> y(T * rows);
       ThreadPool pool(2);
       matmul(m.w, x.data(), T, y.data(), pool);
@@ -91,7 +91,7 @@ TEST_P(MatmulTest, IsBatchAndThreadInvariant) {
   const GgmlType type = this->type();
   const int64_t rows = 37, cols = 164, T = 11;
   auto m = make_matrix(type, rows, cols, 3);
-  auto x = random_activations(T * cols, 5);
+  auto x = random_float_activations(T * cols, 5);
   std::vector<float> batched(T * rows);
   ThreadPool pool3(3);
   matmul(m.w, x.data(), T, batched.data(), pool3);
@@ -114,7 +114,7 @@ TEST_P(MatmulTest, PrefillSizedBatchesGiveEachTokenItsBits) {
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{29, 164}, {7, 3100}}) {
     auto m = make_matrix(type, rows, cols, 7 + cols);
     for (int64_t T : {48, 70}) {
-      auto x = random_activations(T * cols, 8 + T);
+      auto x = random_float_activations(T * cols, 8 + T);
       std::vector<float> batched(T * rows);
       ThreadPool pool2(2), pool1(1);
       matmul(m.w, x.data(), T, batched.data(), pool2);
@@ -132,7 +132,7 @@ TEST_P(MatmulTest, ScalarKernelAgreesWithDispatchedKernel) {
   const GgmlType type = this->type();
   const int64_t rows = 9, cols = 224, T = 5;
   auto m = make_matrix(type, rows, cols, 11);
-  auto x = random_activations(T * cols, 12);
+  auto x = random_float_activations(T * cols, 12);
   std::vector<float> fast(T * rows), scalar(T * rows);
   ThreadPool pool(2);
   matmul(m.w, x.data(), T, fast.data(), pool);

@@ -39,7 +39,7 @@ std::vector<int> f16_fields(GgmlType t) {
 }
 
 // rows x cols weights of type t: random bytes with finite scales of about `scale`.
-std::vector<uint8_t> random_rows(GgmlType t, int64_t rows, int64_t cols, uint64_t seed, float scale = 0.01f) {
+std::vector<uint8_t> random_quant_rows(GgmlType t, int64_t rows, int64_t cols, uint64_t seed, float scale = 0.01f) {
   const auto& traits = ggml_type_traits(t);
   std::vector<uint8_t> bytes(rows * ggml_row_bytes(traits, cols));
   Rng rng(seed);
@@ -64,7 +64,7 @@ class QuantDot : public ::testing::TestWithParam<GgmlType> {};
 TEST_P(QuantDot, PortableEqualsTheDequantizedDotOfTheQuantizedActivations) {
   const GgmlType t = GetParam();
   const int64_t K = 512;
-  const auto w = random_rows(t, 1, K, 1);
+  const auto w = random_quant_rows(t, 1, K, 1);
   const auto x = random_floats(K, 2);
   const ActivationFormat f = activation_format(t);
   std::vector<uint8_t> xq(activation_row_bytes(f, K));
@@ -101,7 +101,7 @@ TEST_P(QuantDot, PortableEqualsTheDequantizedDotOfTheQuantizedActivations) {
 
 // Row lengths with an even and an odd number of blocks (the even and odd blocks feed different lanes, and 512-bit
 // builds take blocks in pairs: an odd count leaves a lone last block).
-std::vector<int64_t> row_lengths(GgmlType t) {
+std::vector<int64_t> quant_row_lengths(GgmlType t) {
   if (ggml_type_traits(t).block_elems == 256) return {1024, 768, 256};
   return {1024, 800, 32};
 }
@@ -110,8 +110,8 @@ TEST_P(QuantDot, EverySimdBuildGivesThePortableBits) {
   const GgmlType t = GetParam();
   int compared = 0;
   for (uint64_t seed = 0; seed < 24; ++seed) {
-    const int64_t K = row_lengths(t)[seed % 3];
-    const auto w = random_rows(t, 1, K, 100 + seed, seed % 2 ? 1.0f : 1e-3f);
+    const int64_t K = quant_row_lengths(t)[seed % 3];
+    const auto w = random_quant_rows(t, 1, K, 100 + seed, seed % 2 ? 1.0f : 1e-3f);
     auto x = random_floats(K, 200 + seed);
     if (seed == 3) x.assign(K, 0.0f);  // an all-zero activation row (scale 0)
     const ActivationFormat f = activation_format(t);
@@ -133,31 +133,31 @@ TEST_P(QuantDot, EverySimdBuildGivesThePortableBits) {
 
 TEST_P(QuantDot, TilesGiveThePortableBitsOfEveryPair) {
   const GgmlType t = GetParam();
-  for (int64_t K : row_lengths(t)) {
-  const auto w = random_rows(t, 8, K, 31 + K);
-  const size_t w_stride = ggml_row_bytes(ggml_type_traits(t), K);
-  const ActivationFormat f = activation_format(t);
-  const size_t x_stride = activation_row_bytes(f, K);
-  const auto x = random_floats(8 * K, 32);
-  std::vector<uint8_t> xq(8 * x_stride);
-  for (int tok = 0; tok < 8; ++tok) quantize_activations(f, x.data() + tok * K, K, xq.data() + tok * x_stride);
-  int tiles = 0;
-  for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
-    if (!isa_runs_or_skip(isa, /*with_vnni=*/true)) continue;
-    const QuantKernels k = isa == KernelIsa::kAvx2 ? quant_kernels_avx2(t) : quant_kernels_avx512(t);
-    if (!k.tile) continue;
-    ++tiles;
-    std::vector<float> y(k.tile_tokens * k.tile_rows);
-    k.tile(w.data(), w_stride, xq.data(), x_stride, K, y.data(), k.tile_rows);
-    for (int tok = 0; tok < k.tile_tokens; ++tok)
-      for (int r = 0; r < k.tile_rows; ++r) {
-        const float want = quant_dot_portable(t)(w.data() + r * w_stride, xq.data() + tok * x_stride, K);
-        EXPECT_EQ(0, std::memcmp(&want, &y[tok * k.tile_rows + r], 4))
-            << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " K " << K << " row " << r << " token "
-            << tok;
-      }
-  }
-  RecordProperty("tile_builds_compared_K" + std::to_string(K), tiles);
+  for (int64_t K : quant_row_lengths(t)) {
+    const auto w = random_quant_rows(t, 8, K, 31 + K);
+    const size_t w_stride = ggml_row_bytes(ggml_type_traits(t), K);
+    const ActivationFormat f = activation_format(t);
+    const size_t x_stride = activation_row_bytes(f, K);
+    const auto x = random_floats(8 * K, 32);
+    std::vector<uint8_t> xq(8 * x_stride);
+    for (int tok = 0; tok < 8; ++tok) quantize_activations(f, x.data() + tok * K, K, xq.data() + tok * x_stride);
+    int tiles = 0;
+    for (KernelIsa isa : {KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+      if (!isa_runs_or_skip(isa, /*with_vnni=*/true)) continue;
+      const QuantKernels k = isa == KernelIsa::kAvx2 ? quant_kernels_avx2(t) : quant_kernels_avx512(t);
+      if (!k.tile) continue;
+      ++tiles;
+      std::vector<float> y(k.tile_tokens * k.tile_rows);
+      k.tile(w.data(), w_stride, xq.data(), x_stride, K, y.data(), k.tile_rows);
+      for (int tok = 0; tok < k.tile_tokens; ++tok)
+        for (int r = 0; r < k.tile_rows; ++r) {
+          const float want = quant_dot_portable(t)(w.data() + r * w_stride, xq.data() + tok * x_stride, K);
+          EXPECT_EQ(0, std::memcmp(&want, &y[tok * k.tile_rows + r], 4))
+              << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " K " << K << " row " << r << " token "
+              << tok;
+        }
+    }
+    RecordProperty("tile_builds_compared_K" + std::to_string(K), tiles);
   }
 }
 
@@ -169,8 +169,8 @@ TEST_P(QuantDot, PreparedDotsGiveThePortableBits) {
     if (!isa_runs_or_skip(isa)) continue;
     const QuantKernels k = quant_kernels(t, isa);
     if (!k.dot_prepared) continue;
-    for (int64_t K : row_lengths(t)) {
-      const auto w = random_rows(t, 5, K, 80 + K);
+    for (int64_t K : quant_row_lengths(t)) {
+      const auto w = random_quant_rows(t, 5, K, 80 + K);
       const size_t w_stride = ggml_row_bytes(ggml_type_traits(t), K);
       const auto x = random_floats(K, 81 + K);
       std::vector<uint8_t> xq(activation_row_bytes(activation_format(t), K));
@@ -191,8 +191,8 @@ TEST_P(QuantDot, PreparedDotsGiveThePortableBits) {
 
 TEST_P(QuantDot, MatmulIsBatchAndThreadInvariant) {
   const GgmlType t = GetParam();
-  const int64_t K = row_lengths(t)[1], N = 50, T = 7;
-  auto bytes = random_rows(t, N, K, 7);
+  const int64_t K = quant_row_lengths(t)[1], N = 50, T = 7;
+  auto bytes = random_quant_rows(t, N, K, 7);
   WeightMatrix w{bytes.data(), t, K, N, ggml_row_bytes(ggml_type_traits(t), K)};
   const auto x = random_floats(T * K, 8);
   ThreadPool one(1), three(3);
@@ -215,7 +215,7 @@ TEST(QuantDot, MatmulManyEqualsSeparateMatmuls) {
   const std::pair<GgmlType, int64_t> mats[3] = {{GgmlType::Q4_K, 50}, {GgmlType::Q6_K, 24}, {GgmlType::Q4_K, 73}};
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<WeightMatrix> w;
-  for (int i = 0; i < 3; ++i) bytes.push_back(random_rows(mats[i].first, mats[i].second, K, 60 + i));
+  for (int i = 0; i < 3; ++i) bytes.push_back(random_quant_rows(mats[i].first, mats[i].second, K, 60 + i));
   for (int i = 0; i < 3; ++i)
     w.push_back({bytes[i].data(), mats[i].first, K, mats[i].second, ggml_row_bytes(ggml_type_traits(mats[i].first), K)});
   std::vector<float> f32_rows(20 * K);

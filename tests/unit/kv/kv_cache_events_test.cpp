@@ -10,7 +10,7 @@
 namespace pagoda {
 namespace {
 
-const CacheNamespace kNs{"test-model", "", "", ""};
+const CacheNamespace kEventsNs{"test-model", "", "", ""};
 
 std::vector<int32_t> tokens_from(int n, int start) {
   std::vector<int32_t> t(n);
@@ -30,7 +30,7 @@ TEST(KvCacheEvents, StoredChainsRemovedOnlyAnnouncedClearedFirst) {
   ManualClock clock;
   BlockManager bm({4, 4, 0}, clock);  // 4 blocks of 4 tokens
   // Cached before events are on: never announced, so its eviction is not announced either.
-  bm.allocate(SeqId{1}, tokens_from(9, 500), kNs);
+  bm.allocate(SeqId{1}, tokens_from(9, 500), kEventsNs);
   bm.mark_computed(SeqId{1}, 9);
   bm.free(SeqId{1});
   bm.enable_events();
@@ -39,7 +39,7 @@ TEST(KvCacheEvents, StoredChainsRemovedOnlyAnnouncedClearedFirst) {
   EXPECT_EQ(ev[0].kind, KvCacheEvent::Kind::kCleared);
   // 9 tokens: two full blocks, one chain in one event, the first with no parent.
   const auto prompt = tokens_from(9, 100);
-  bm.allocate(SeqId{2}, prompt, kNs);
+  bm.allocate(SeqId{2}, prompt, kEventsNs);
   bm.mark_computed(SeqId{2}, 9);
   ev = bm.take_events();
   ASSERT_EQ(ev.size(), 1u);
@@ -61,7 +61,7 @@ TEST(KvCacheEvents, StoredChainsRemovedOnlyAnnouncedClearedFirst) {
   announced.insert(ev[0].block_hashes.begin(), ev[0].block_hashes.end());
   bm.free(SeqId{2});
   // A new prompt needs blocks: the cached ones are evicted, and only announced hashes are removed.
-  bm.allocate(SeqId{3}, tokens_from(15, 900), kNs);
+  bm.allocate(SeqId{3}, tokens_from(15, 900), kEventsNs);
   ev = bm.take_events();
   std::set<uint64_t> removed;
   for (const auto& e : ev)

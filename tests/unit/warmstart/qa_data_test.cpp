@@ -13,7 +13,7 @@
 namespace pagoda::warmstart {
 namespace {
 
-std::vector<std::string> words(const std::string& s) {
+std::vector<std::string> qa_words(const std::string& s) {
   std::istringstream in(s);
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
@@ -21,7 +21,7 @@ std::vector<std::string> words(const std::string& s) {
 }
 
 bool has_word(const std::string& text, const std::string& word) {
-  for (const auto& w : words(text))
+  for (const auto& w : qa_words(text))
     if (w == word || w == word + "." || w == word + "," || w == word + "'s") return true;
   return false;
 }
@@ -61,7 +61,7 @@ TEST(QaData, PromptsEndInTheAnswerStubAndSourcesStateTheRightFact) {
       }
       ++near_misses;
       EXPECT_FALSE(has_word(p.source, p.answer)) << p.answer << " / " << p.source;
-      const auto a = words(p.source), b = words(p.target);
+      const auto a = qa_words(p.source), b = qa_words(p.target);
       ASSERT_EQ(a.size(), b.size());  // the same wording, one value changed
       size_t same = 0;
       for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
@@ -84,7 +84,7 @@ TEST(QaData, DistractorsAreNearMissesOfTargetsAndUnrelatedPrompts) {
     const PromptPair& p = s.test[d.for_pair];
     EXPECT_FALSE(p.adversarial);
     EXPECT_FALSE(has_word(d.text, p.answer)) << d.text;
-    const auto a = words(d.text), b = words(p.target);
+    const auto a = qa_words(d.text), b = qa_words(p.target);
     ASSERT_EQ(a.size(), b.size());
     size_t differ = 0;
     for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
