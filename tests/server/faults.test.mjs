@@ -160,7 +160,9 @@ test(`kill -9 at random points, ${RUNS} runs: anchor state stays consistent, no 
     // No stream ended in a way a client could take for complete when it was not.
     assert.deepEqual(Object.keys(streamOutcomes).filter((o) => o !== 'complete' && o !== 'error'), [],
       JSON.stringify(streamOutcomes));
-    assert.ok(acked > RUNS, `acknowledged operations: ${acked}`);
+    // Not vacuous: acknowledged operations were there to lose. How many fit before the kills depends on the machine's
+    // speed (61-62 alone on a 2-core Zen 3, 50 there under ctest -j2), so the bound is one every other run.
+    assert.ok(acked >= RUNS / 2, `acknowledged operations: ${acked}, fewer than ${RUNS / 2}`);
     assert.ok(streamOutcomes.complete > 0 && streamOutcomes.error > 0, JSON.stringify(streamOutcomes));
     console.log(`# ${RUNS} kills: ${acked} acknowledged operations kept, ${inFlightAtKill} in flight at a kill; ` +
       `streams ${JSON.stringify(streamOutcomes)}; revocation statements ${revocationVersion}`);
