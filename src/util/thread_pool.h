@@ -47,6 +47,27 @@ class ThreadPool {
     });
   }
 
+  // Calls fn(begin, end) on ranges of at most `grain` items of [0, n), handed out in order to whichever thread asks
+  // next, so a thread slowed down (another process, a noisy neighbour on a VM) takes fewer of them. A thread may be
+  // called several times; use it only where the result cannot depend on which thread runs which range.
+  template <typename F>
+  void parallel_for_dynamic(int64_t n, int64_t grain, F&& fn) {
+    if (n <= grain) {
+      if (n > 0) fn(int64_t{0}, n);
+      return;
+    }
+    if (num_threads_ == 1) {
+      for (int64_t begin = 0; begin < n; begin += grain) fn(begin, begin + grain < n ? begin + grain : n);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    run([&](int) {
+      for (int64_t begin = next.fetch_add(grain, std::memory_order_relaxed); begin < n;
+           begin = next.fetch_add(grain, std::memory_order_relaxed))
+        fn(begin, begin + grain < n ? begin + grain : n);
+    });
+  }
+
   // The default thread count: the number of cores this process may use.
   static int default_num_threads();
 

@@ -3,12 +3,30 @@
 #include <cmath>
 
 namespace pagoda {
+namespace {
 
-void silu_mul(float* gate, const float* up, int64_t n) {
+void silu_mul_portable(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+using SiluMulFn = void (*)(float*, const float*, int64_t);
+
+SiluMulFn silu_mul_for(KernelIsa isa) { return isa == KernelIsa::kPortable ? silu_mul_portable : silu_mul_avx2; }
+
+}  // namespace
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  static const SiluMulFn fn = silu_mul_for(default_kernel_isa());
+  fn(gate, up, n);
+}
+
+bool silu_mul_isa(float* gate, const float* up, int64_t n, KernelIsa isa) {
+  if (!cpu_can_run(isa)) return false;
+  silu_mul_for(isa)(gate, up, n);
+  return true;
 }
 
 void gelu(GeluKind kind, float* x, int64_t n) {

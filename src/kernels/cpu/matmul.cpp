@@ -143,16 +143,32 @@ int64_t num_groups(const WeightMatrix& w) {
   return (w.rows + rows - 1) / rows;
 }
 
+// Weights over a batch of tokens are compute-bound: their row groups are handed out dynamically, a few at a
+// time, so that a thread slowed down by something else does not keep the other waiting at the end of the region
+// (each output is computed the same way whichever thread takes its rows). Decode keeps one contiguous range per
+// thread: it streams the rows from memory, and one long stream per core reads faster than many short ones.
+constexpr int64_t kDynamicMinTokens = 16;
+constexpr int64_t kDynamicGrainGroups = 2;
+
+template <class F>
+void for_row_groups(ThreadPool& pool, int64_t num_groups, int64_t num_tokens, F&& fn) {
+  if (num_tokens >= kDynamicMinTokens)
+    pool.parallel_for_dynamic(num_groups, kDynamicGrainGroups, fn);
+  else
+    pool.parallel_for(num_groups, fn);
+}
+
 // Quantized weights: each token's activations quantized once, then one integer dot per (row, token).
 void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool) {
   const ActivationFormat format = activation_format(w.type);
   const QuantKernels k = quant_kernels(w.type, active_isa().isa);
   const uint8_t* xq = quantize_tokens(k, format, x, w.cols, num_tokens, pool);
   const size_t x_bytes = activation_row_bytes(format, w.cols);
-  pool.parallel_for(num_groups(w), [&](int64_t g_begin, int64_t g_end) {
+  for_row_groups(pool, num_groups(w), num_tokens, [&](int64_t g_begin, int64_t g_end) {
     integer_dot_groups(w, k, xq, x_bytes, num_tokens, y, g_begin, g_end);
   });
 }
+
 
 }  // namespace
 
@@ -160,7 +176,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
   if (uses_integer_dot(w.type)) return matmul_integer_dot(w, x, num_tokens, y, pool);
   const kernels::MatmulRowsFn fn = active_isa().fn;
   const int64_t num_groups = (w.rows + kRowGroup - 1) / kRowGroup;
-  pool.parallel_for(num_groups, [&](int64_t g_begin, int64_t g_end) {
+  for_row_groups(pool, num_groups, num_tokens, [&](int64_t g_begin, int64_t g_end) {
     const int64_t r_end = g_end * kRowGroup < w.rows ? g_end * kRowGroup : w.rows;
     fn(w, x, num_tokens, y, g_begin * kRowGroup, r_end);
   });
@@ -179,7 +195,7 @@ void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const flo
     int64_t first_group[kMax + 1] = {0};
     for (int i = 0; i < n; ++i) first_group[i + 1] = first_group[i] + num_groups(*w[i]);
     const kernels::MatmulRowsFn fn = active_isa().fn;
-    pool.parallel_for(first_group[n], [&](int64_t g_begin, int64_t g_end) {
+    for_row_groups(pool, first_group[n], num_tokens, [&](int64_t g_begin, int64_t g_end) {
       for (int i = 0; i < n; ++i) {
         const int64_t b = std::max(g_begin, first_group[i]), e = std::min(g_end, first_group[i + 1]);
         if (b < e)
@@ -202,7 +218,7 @@ void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const flo
   }
   const uint8_t* xq = quantize_tokens(k[0], format, x, w[0]->cols, num_tokens, pool);
   const size_t x_bytes = activation_row_bytes(format, w[0]->cols);
-  pool.parallel_for(first_group[n], [&](int64_t g_begin, int64_t g_end) {
+  for_row_groups(pool, first_group[n], num_tokens, [&](int64_t g_begin, int64_t g_end) {
     for (int i = 0; i < n; ++i) {
       const int64_t b = std::max(g_begin, first_group[i]), e = std::min(g_end, first_group[i + 1]);
       if (b < e) integer_dot_groups(*w[i], k[i], xq, x_bytes, num_tokens, y[i], b - first_group[i], e - first_group[i]);

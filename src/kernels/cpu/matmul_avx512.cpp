@@ -22,6 +22,7 @@ struct Avx512 {
   static constexpr int kSmallTileTokens = 4;  // small batches: 4 x 6 (16 tokens = 4 full tiles)
   static constexpr int kSmallTileRows = 6;
   static constexpr int kDecodeTileRows = 8;
+  static constexpr int64_t kTokenTileL1Bytes = 0;  // rows outer always (tiled_rows)
 
   static __mmask16 mask(int n) { return n == kLanes ? 0xffff : static_cast<__mmask16>((1u << n) - 1); }
   static Vec zero() { return _mm512_setzero_ps(); }

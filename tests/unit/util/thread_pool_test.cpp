@@ -22,6 +22,28 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   }
 }
 
+TEST(ThreadPool, DynamicParallelForCoversEveryIndexOnceInRangesOfAtMostTheGrain) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 5, 7, 1000}) {
+      for (int64_t grain : {1, 2, 3, 7, 2000}) {
+        std::vector<std::atomic<int>> hits(n);
+        std::atomic<int64_t> widest{0};
+        pool.parallel_for_dynamic(n, grain, [&](int64_t b, int64_t e) {
+          ASSERT_LT(b, e);
+          int64_t w = widest.load();
+          while (e - b > w && !widest.compare_exchange_weak(w, e - b)) {
+          }
+          for (int64_t i = b; i < e; ++i) hits[i]++;
+        });
+        for (int64_t i = 0; i < n; ++i)
+          EXPECT_EQ(hits[i].load(), 1) << threads << " threads, n " << n << ", grain " << grain;
+        EXPECT_LE(widest.load(), std::min(n, grain) == n ? n : grain);
+      }
+    }
+  }
+}
+
 TEST(ThreadPool, RunCallsEveryThreadAndManyRoundsComplete) {
   ThreadPool pool(4);
   std::atomic<int64_t> total{0};
