@@ -169,7 +169,6 @@ void matmul_integer_dot(const WeightMatrix& w, const float* x, int64_t num_token
   });
 }
 
-
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, ThreadPool& pool) {

@@ -90,8 +90,10 @@ void tile(const uint8_t* w0, size_t row_bytes, const float* x, int64_t K, float*
     for (int r = 0; r < kRows; ++r) acc[t][r] = Isa::zero();
   constexpr int L = Isa::kLanes;
   const int64_t k_full = K / L * L;
-  for (int64_t k = 0; k < k_full; k += L) tile_step<Isa, kType, kTokens, kRows, kPrefetch>(acc, w0, row_bytes, x, K, k, L);
-  if (k_full < K) tile_step<Isa, kType, kTokens, kRows, kPrefetch>(acc, w0, row_bytes, x, K, k_full, static_cast<int>(K - k_full));
+  for (int64_t k = 0; k < k_full; k += L)
+    tile_step<Isa, kType, kTokens, kRows, kPrefetch>(acc, w0, row_bytes, x, K, k, L);
+  if (k_full < K)
+    tile_step<Isa, kType, kTokens, kRows, kPrefetch>(acc, w0, row_bytes, x, K, k_full, static_cast<int>(K - k_full));
 #pragma GCC unroll 8
   for (int t = 0; t < kTokens; ++t)
 #pragma GCC unroll 16
@@ -163,7 +165,7 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, floa
   // Any tile shape gives the same bits (one accumulator per output element); the shape is only about speed.
   if (num_tokens < kSmallBatch)
     return tiled_rows<Isa, kType, Isa::kSmallTileTokens, Isa::kSmallTileRows, true>(w, x, num_tokens, y, row_begin,
-                                                                                     row_end);
+                                                                                    row_end);
   tiled_rows<Isa, kType, Isa::kTileTokens, Isa::kTileRows, false>(w, x, num_tokens, y, row_begin, row_end);
 }
 
