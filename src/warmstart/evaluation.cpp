@@ -191,16 +191,23 @@ Result<EvalResult> evaluate(const Model& model, const std::vector<PromptPair>& t
   std::vector<std::vector<int32_t>> library_tokens;
   std::vector<std::string> library_kind;  // "source" or a distractor's kind
   int64_t kv_bytes_sum = 0;
+  // Every entry is searched (each request reports its nearest neighbour); its summary and cold logits are computed
+  // only when a selected method reads them (`--methods`), since each costs a forward pass over the entry's prompt.
+  const bool needs_summaries = wants("served") || wants("projected") || wants("no-projection");
+  const bool needs_source_logits = wants("response-cache");
   auto add_entry = [&](const std::vector<int32_t>& tokens, const std::string& kind) -> Status {
-    auto state = run_prompt(model, tokens, pool, ws);
-    if (!state.ok()) return state.error();
-    auto summary = summarize_prefix(hp, *state, so);
-    if (!summary.ok()) return summary.error();
-    LibraryEntry e{tokens, embed_prompt(model, tokens), std::move(*summary)};
-    result.summary_bytes = static_cast<int64_t>(e.summary.bytes());
-    library.insert(std::move(e));
+    SlotCache summary;
+    if (needs_summaries) {
+      auto state = run_prompt(model, tokens, pool, ws);
+      if (!state.ok()) return state.error();
+      auto fitted = summarize_prefix(hp, *state, so);
+      if (!fitted.ok()) return fitted.error();
+      summary = std::move(*fitted);
+      result.summary_bytes = static_cast<int64_t>(summary.bytes());
+    }
+    library.insert(LibraryEntry{tokens, embed_prompt(model, tokens), std::move(summary)});
     std::vector<float> logits;
-    PAGODA_RETURN_IF_ERROR(cold.prefill(tokens, 0, logits));
+    if (needs_source_logits) PAGODA_RETURN_IF_ERROR(cold.prefill(tokens, 0, logits));
     source_cold_logits.push_back(std::move(logits));
     library_tokens.push_back(tokens);
     library_kind.push_back(kind);

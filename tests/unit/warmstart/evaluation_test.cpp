@@ -90,6 +90,25 @@ TEST(Evaluation, AMethodSubsetRunsOnlyThoseAndGivesTheSameNumbers) {
       EXPECT_EQ(r.methods[k].agree_tokens, full.agree_tokens) << expected[k];
     }
   }
+  // A subset that reads no library summary (the oracles fit the target's own) fits none, and its requests still
+  // report the same nearest neighbours and the same numbers.
+  o.methods = {"oracle-summary", "oracle-summary:R=1"};
+  auto oracles = evaluate(model, split.test, {}, {*maps}, o);
+  ASSERT_TRUE(oracles.ok()) << oracles.error().message;
+  EXPECT_GT(all->summary_bytes, 0);
+  EXPECT_EQ(oracles->summary_bytes, 0);
+  EXPECT_LT(oracles->library_bytes, all->library_bytes);
+  ASSERT_EQ(oracles->requests.size(), all->requests.size());
+  for (size_t i = 0; i < oracles->requests.size(); ++i) {
+    const RequestOutcome& r = oracles->requests[i];
+    EXPECT_EQ(r.similarity, all->requests[i].similarity);
+    EXPECT_EQ(r.neighbour_kind, all->requests[i].neighbour_kind);
+    ASSERT_EQ(r.methods.size(), 2u);
+    for (const MethodOutcome& m : r.methods) {
+      EXPECT_EQ(m.kl_method_cold, method(all->requests[i], m.method).kl_method_cold) << m.method;
+      EXPECT_EQ(m.correct, method(all->requests[i], m.method).correct) << m.method;
+    }
+  }
   o.methods = {"oracle-summary:R=2"};
   EXPECT_TRUE(refused_with(evaluate(model, split.test, {}, {*maps}, o), "unknown method 'oracle-summary:R=2'"));
 }
