@@ -148,9 +148,12 @@ nlohmann::ordered_json summarize_eval(const EvalResult& res, double tau, int q) 
     }
   }
   s["cold_answer_accuracy"] = cold_accuracy(all);
-  s["library"] = {{"entries", res.library_entries}, {"bytes", res.library_bytes},
-                  {"summary_bytes_per_entry", res.summary_bytes > 0 ? nlohmann::json(res.summary_bytes) : nlohmann::json(nullptr)}, {"full_f16_kv_bytes_mean", res.full_kv_bytes_mean},
-                  {"build_seconds", res.library_seconds}};
+  s["library"] = {
+      {"entries", res.library_entries},
+      {"bytes", res.library_bytes},
+      {"summary_bytes_per_entry", res.summary_bytes > 0 ? nlohmann::json(res.summary_bytes) : nlohmann::json(nullptr)},
+      {"full_f16_kv_bytes_mean", res.full_kv_bytes_mean},
+      {"build_seconds", res.library_seconds}};
   if (served_ran) {
     std::vector<double> c2, s2;
     for (const auto* r : all) {

@@ -86,7 +86,7 @@ struct EvalResult {
   int64_t library_entries = 0;  // sources plus distractors
   double library_seconds = 0;
   int64_t library_bytes = 0;
-  int64_t summary_bytes = 0;  // one entry's summary; 0 when no selected method needed the summaries
+  int64_t summary_bytes = 0;       // one entry's summary; 0 when no selected method needed the summaries
   int64_t full_kv_bytes_mean = 0;  // the exact F16 cache of a mean source prompt, for comparison
 };
 
