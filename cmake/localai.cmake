@@ -40,7 +40,7 @@ set_source_files_properties(${LOCALAI_GEN_SOURCES} PROPERTIES COMPILE_OPTIONS "-
 # time on a 2-core Zen 3); pagoda's code on both sides of it keeps them.
 if(PAGODA_SANITIZE OR PAGODA_FUZZ)
   set_property(SOURCE ${LOCALAI_GEN_SOURCES} APPEND PROPERTY COMPILE_OPTIONS
-               "-fno-sanitize=address,undefined,fuzzer-no-link")
+               ${PAGODA_NO_SANITIZE_FLAGS})
 endif()
 target_include_directories(pagoda_localai_proto SYSTEM PUBLIC ${LOCALAI_GEN})
 target_link_libraries(pagoda_localai_proto PUBLIC protobuf::libprotobuf gRPC::grpc++)

@@ -2,13 +2,13 @@
 
 #include <map>
 
+#include "api/request_json.h"
+
 namespace pagoda {
 namespace {
 
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
-
-bool message_field_set(const ojson& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 bool one_of(const std::string& key, std::initializer_list<const char*> keys) {
   for (const char* k : keys)
@@ -109,12 +109,12 @@ Status translate_messages(const ojson& in, ojson& out) {
         if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string())
           return make_field_error("messages", "'" + at + ".tool_use_id' must be a string");
         std::string result;
-        if (message_field_set(b, "content")) {
+        if (field_set(b, "content")) {
           auto r = text_blocks(b["content"], "messages", at + ".content");
           if (!r.ok()) return r.error();
           result = *r;
         }
-        if (message_field_set(b, "is_error")) {
+        if (field_set(b, "is_error")) {
           if (!b["is_error"].is_boolean()) return make_field_error("messages", "'" + at + ".is_error' must be true or false");
           if (b["is_error"].get<bool>()) result = "Error: " + result;
         }
@@ -143,7 +143,7 @@ Result<ojson> translate_anthropic_tools(const ojson& tools) {
     const ojson& t = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
     if (!t.is_object()) return make_field_error("tools", "'" + where + "' must be an object");
-    if (message_field_set(t, "type") && t["type"] != "custom")
+    if (field_set(t, "type") && t["type"] != "custom")
       return make_field_error("tools", "'" + where + ".type' " + t["type"].dump() + " is not supported: pagoda " +
                                            "serves custom (client) tools only");
     ojson fn = ojson::object();
@@ -173,7 +173,7 @@ Status translate_anthropic_tool_choice(const ojson& c, ojson& chat) {
   for (const auto& [key, value] : c.items())
     if (key != "type" && key != "name" && key != "disable_parallel_tool_use" && !value.is_null())
       return make_field_error("tool_choice", "'tool_choice." + key + "' is not supported");
-  if (message_field_set(c, "disable_parallel_tool_use")) {
+  if (field_set(c, "disable_parallel_tool_use")) {
     if (!c["disable_parallel_tool_use"].is_boolean() || type == "none")
       return make_field_error("tool_choice", "'tool_choice.disable_parallel_tool_use' must be true or false (not with none)");
     chat["parallel_tool_calls"] = !c["disable_parallel_tool_use"].get<bool>();
@@ -185,13 +185,13 @@ Status translate_anthropic_tool_choice(const ojson& c, ojson& chat) {
   } else if (type == "none") {
     chat["tool_choice"] = "none";
   } else if (type == "tool") {
-    if (!message_field_set(c, "name") || !c["name"].is_string())
+    if (!field_set(c, "name") || !c["name"].is_string())
       return make_field_error("tool_choice", "'tool_choice.name' is required with type \"tool\"");
     chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", c["name"]}}}};
   } else {
     return make_field_error("tool_choice", "'tool_choice.type' must be auto, any, tool or none");
   }
-  if (type != "tool" && message_field_set(c, "name"))
+  if (type != "tool" && field_set(c, "name"))
     return make_field_error("tool_choice", "'tool_choice.name' goes with type \"tool\" only");
   return Status::success();
 }
@@ -368,19 +368,19 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
     return make_field_error(key, "unsupported field '" + key + "': this server does not implement it");
   }
   ojson chat = ojson::object();
-  if (!message_field_set(body, "model") || !body["model"].is_string())
+  if (!field_set(body, "model") || !body["model"].is_string())
     return make_field_error("model", "'model' is required (a string)");
   chat["model"] = body["model"];
-  if (message_field_set(body, "thinking") &&
+  if (field_set(body, "thinking") &&
       !(body["thinking"].is_object() && body["thinking"].value("type", "") == "disabled"))
     return make_field_error("thinking", "'thinking' is not supported: the served model has no extended thinking");
-  if (message_field_set(body, "cache_control")) {  // the request-wide form of the blocks' hint: accepted, as there
+  if (field_set(body, "cache_control")) {  // the request-wide form of the blocks' hint: accepted, as there
     const ojson& cc = body["cache_control"];
     if (!cc.is_object() || !cc.contains("type") || cc["type"] != "ephemeral")
       return make_field_error("cache_control", "'cache_control' must be {\"type\": \"ephemeral\"}");
   }
   // output_config.format: structured outputs (a JSON Schema the reply follows), as response_format json_schema.
-  if (message_field_set(body, "output_config")) {
+  if (field_set(body, "output_config")) {
     const ojson& oc = body["output_config"];
     if (!oc.is_object()) return make_field_error("output_config", "'output_config' must be an object");
     for (const auto& [key, value] : oc.items()) {
@@ -399,7 +399,7 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
     }
   }
   ojson messages = ojson::array();
-  if (message_field_set(body, "system")) {
+  if (field_set(body, "system")) {
     auto system = text_blocks(body["system"], "system", "system");
     if (!system.ok()) return system.error();
     messages.push_back({{"role", "system"}, {"content", *system}});
@@ -407,12 +407,12 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
   if (!body.contains("messages")) return make_field_error("messages", "'messages' is required");
   PAGODA_RETURN_IF_ERROR(translate_messages(body["messages"], messages));
   chat["messages"] = messages;
-  if (message_field_set(body, "tools")) {
+  if (field_set(body, "tools")) {
     auto tools = translate_anthropic_tools(body["tools"]);
     if (!tools.ok()) return tools.error();
     if (!tools->empty()) chat["tools"] = *tools;
   }
-  if (message_field_set(body, "tool_choice")) {
+  if (field_set(body, "tool_choice")) {
     PAGODA_RETURN_IF_ERROR(translate_anthropic_tool_choice(body["tool_choice"], chat));
     if (!chat.contains("tools")) {
       if (chat["tool_choice"] != "auto" && chat["tool_choice"] != "none")
@@ -422,12 +422,12 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
     }
   }
   if (!count_tokens) {
-    if (!message_field_set(body, "max_tokens")) return make_field_error("max_tokens", "'max_tokens' is required");
+    if (!field_set(body, "max_tokens")) return make_field_error("max_tokens", "'max_tokens' is required");
     const ojson& mt = body["max_tokens"];
     if (!mt.is_number_integer() || mt.get<int64_t>() < 1)
       return make_field_error("max_tokens", "'max_tokens' must be an integer of at least 1");
     chat["max_completion_tokens"] = mt;
-    if (message_field_set(body, "stop_sequences")) {
+    if (field_set(body, "stop_sequences")) {
       const ojson& s = body["stop_sequences"];
       if (!s.is_array()) return make_field_error("stop_sequences", "'stop_sequences' must be a list of strings");
       for (const ojson& x : s)
@@ -436,8 +436,8 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
       if (!s.empty()) chat["stop"] = s;
     }
     for (const char* key : {"temperature", "top_p", "top_k", "stream"})
-      if (message_field_set(body, key)) chat[key] = body[key];
-    if (message_field_set(body, "metadata")) {
+      if (field_set(body, key)) chat[key] = body[key];
+    if (field_set(body, "metadata")) {
       const ojson& m = body["metadata"];
       if (!m.is_object()) return make_field_error("metadata", "'metadata' must be an object");
       for (const auto& [key, value] : m.items()) {
@@ -447,8 +447,7 @@ Result<DialectRequest> translate_anthropic_request(const ojson& body, const Dial
         chat["user"] = value;
       }
     }
-    if (message_field_set(body, "service_tier") && body["service_tier"] != "auto" &&
-        body["service_tier"] != "standard_only")
+    if (field_set(body, "service_tier") && body["service_tier"] != "auto" && body["service_tier"] != "standard_only")
       return make_field_error("service_tier", "'service_tier' must be \"auto\" or \"standard_only\"");
   } else {
     chat["max_completion_tokens"] = 1;

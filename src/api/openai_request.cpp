@@ -13,8 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
-
 // The fields each endpoint implements. Anything else, unless null, is refused by name.
 constexpr std::array<std::string_view, 21> kSharedFields = {
     "model",         "max_tokens",        "temperature",        "top_p",      "top_k",
@@ -53,15 +51,15 @@ Status check_known_fields(const json& body, ApiEndpoint endpoint) {
 // The fields both endpoints share besides the prompt: model, stream, stream_options, user, and the generation
 // fields of request_json.
 Status read_common(const json& body, OpenAiRequest& out) {
-  if (present(body, "model")) {
+  if (field_set(body, "model")) {
     if (!body["model"].is_string()) return make_field_error("model", "'model' must be a string");
     out.model = body["model"].get<std::string>();
   }
-  if (present(body, "stream")) {
+  if (field_set(body, "stream")) {
     if (!body["stream"].is_boolean()) return make_field_error("stream", "'stream' must be true or false");
     out.stream = body["stream"].get<bool>();
   }
-  if (present(body, "stream_options")) {
+  if (field_set(body, "stream_options")) {
     const json& so = body["stream_options"];
     if (!so.is_object()) return make_field_error("stream_options", "'stream_options' must be an object");
     if (!out.stream) return make_field_error("stream_options", "'stream_options' is only allowed with 'stream': true");
@@ -84,17 +82,16 @@ Status read_common(const json& body, OpenAiRequest& out) {
       }
     }
   }
-  if (present(body, "return_tokens_as_token_ids")) {
+  if (field_set(body, "return_tokens_as_token_ids")) {
     if (!body["return_tokens_as_token_ids"].is_boolean())
       return make_field_error("return_tokens_as_token_ids", "'return_tokens_as_token_ids' must be true or false");
     out.tokens_as_ids = body["return_tokens_as_token_ids"].get<bool>();
   }
-  if (present(body, "user") && !body["user"].is_string())
-    return make_field_error("user", "'user' must be a string");
+  if (field_set(body, "user") && !body["user"].is_string()) return make_field_error("user", "'user' must be a string");
   auto anchor = peek_anchor_field(body);
   if (!anchor.ok()) return anchor.error();
   out.anchor = *anchor;
-  if (present(body, "priority"))  // a scheduling field of pagoda's own batch format, not offered over HTTP
+  if (field_set(body, "priority"))  // a scheduling field of pagoda's own batch format, not offered over HTTP
     return make_field_error("priority", "'priority' is not accepted over HTTP");
   return read_generation_fields(body, out.gen);
 }
@@ -103,7 +100,7 @@ Status read_common(const json& body, OpenAiRequest& out) {
 Status read_constraint(const json& body, const nlohmann::ordered_json* ordered_body, const Tokenizer& tokenizer,
                        OpenAiRequest& out) {
   bool any = false;
-  for (std::string_view field : kConstraintFields) any = any || present(body, std::string(field).c_str());
+  for (std::string_view field : kConstraintFields) any = any || field_set(body, std::string(field).c_str());
   if (!any) return Status::success();
   auto constraint = read_output_constraint(
       ordered_body && ordered_body->is_object() ? *ordered_body : nlohmann::ordered_json::parse(body.dump()), tokenizer);
@@ -145,10 +142,10 @@ Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t de
                                               (limits.kv_limit_tenant.empty()
                                                    ? " (the server needs a larger --num-blocks or --kv-cache-mem)"
                                                    : ""));
-  const bool explicit_max = present(body, "max_tokens") || present(body, "max_completion_tokens");
+  const bool explicit_max = field_set(body, "max_tokens") || field_set(body, "max_completion_tokens");
   if (!explicit_max) out.gen.max_tokens = default_max > 0 ? default_max : limits.max_model_len - prompt_len;
   if (explicit_max && limits.kv_pool_tokens > 0 && prompt_len + out.gen.max_tokens > limits.kv_pool_tokens) {
-    const char* param = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    const char* param = field_set(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     return make_field_error(param, "the prompt (" + std::to_string(prompt_len) + " tokens) plus " + param + " (" +
                                        std::to_string(out.gen.max_tokens) + ") needs " +
                                        std::to_string(prompt_len + out.gen.max_tokens) +
@@ -156,7 +153,7 @@ Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t de
                                        param + "' or the prompt.");
   }
   if (prompt_len + out.gen.max_tokens > limits.max_model_len) {
-    const char* param = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    const char* param = field_set(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     return make_field_error(param, "This model's maximum context length is " + std::to_string(limits.max_model_len) +
                                        " tokens. However, you requested " +
                                        std::to_string(prompt_len + out.gen.max_tokens) + " tokens (" +
@@ -208,7 +205,7 @@ Result<std::vector<int32_t>> one_prompt(const json& prompt, const Tokenizer& tok
 }  // namespace
 
 Result<std::string> peek_anchor_field(const json& body) {
-  if (!body.is_object() || !present(body, "anchor")) return std::string();
+  if (!body.is_object() || !field_set(body, "anchor")) return std::string();
   if (!body["anchor"].is_string() || body["anchor"].get<std::string>().empty())
     return make_field_error("anchor", "'anchor' must be the digest of an active anchor (a string)");
   return body["anchor"].get<std::string>();
@@ -220,7 +217,7 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
   PAGODA_RETURN_IF_ERROR(check_known_fields(body, ApiEndpoint::kCompletions));
   OpenAiRequest out;
   out.endpoint = ApiEndpoint::kCompletions;
-  if (!present(body, "prompt")) return make_field_error("prompt", "'prompt' is required");
+  if (!field_set(body, "prompt")) return make_field_error("prompt", "'prompt' is required");
   const json& prompt = body["prompt"];
   // A list of strings or of token-id lists holds several prompts; a list of integers is one prompt.
   if (prompt.is_array() && !prompt.empty() && (prompt[0].is_string() || prompt[0].is_array())) {
@@ -243,10 +240,9 @@ Result<OpenAiRequest> parse_completion_request(const json& body, const Tokenizer
     if (ids->empty()) return make_field_error("prompt", "the prompt is empty after the anchor");
     out.prompts.push_back(std::move(*ids));
   }
-  if (present(body, "echo") && body["echo"] != false)
-    return make_field_error("echo", "'echo' is not supported");
-  if (present(body, "suffix")) return make_field_error("suffix", "'suffix' is not supported");
-  if (present(body, "best_of") && body["best_of"] != 1 && body["best_of"] != body.value("n", json(1)))
+  if (field_set(body, "echo") && body["echo"] != false) return make_field_error("echo", "'echo' is not supported");
+  if (field_set(body, "suffix")) return make_field_error("suffix", "'suffix' is not supported");
+  if (field_set(body, "best_of") && body["best_of"] != 1 && body["best_of"] != body.value("n", json(1)))
     return make_field_error("best_of", "'best_of' other than n is not supported");
   PAGODA_RETURN_IF_ERROR(read_common(body, out));
   PAGODA_RETURN_IF_ERROR(read_constraint(body, ordered_body, tokenizer, out));
@@ -292,7 +288,7 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   const bool ordered = ordered_body && ordered_body->is_object();
   input.messages = chat_prompt.adapt_openai_messages(ordered ? (*ordered_body)["messages"]
                                                              : ojson::parse(body["messages"].dump()));
-  if (present(body, "chat_template_kwargs")) {
+  if (field_set(body, "chat_template_kwargs")) {
     input.kwargs = ordered ? (*ordered_body)["chat_template_kwargs"] : ojson::parse(body["chat_template_kwargs"].dump());
     PAGODA_RETURN_IF_ERROR(check_chat_template_kwargs(input.kwargs, "chat_template_kwargs"));
   }
@@ -301,19 +297,19 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   // by a grammar, and so is every reply in the generic format.
   std::string generic_instructions;
   bool generic = false, wrap_replies = false;
-  if (present(body, "tools") || present(body, "tool_choice") || present(body, "parallel_tool_calls")) {
+  if (field_set(body, "tools") || field_set(body, "tool_choice") || field_set(body, "parallel_tool_calls")) {
     const ojson tools_json = ordered && ordered_body->contains("tools") ? (*ordered_body)["tools"]
-                             : present(body, "tools")                   ? ojson::parse(body["tools"].dump())
+                             : field_set(body, "tools")                 ? ojson::parse(body["tools"].dump())
                                                                         : ojson::array();
     auto tools = read_tools(tools_json.is_null() ? ojson::array() : tools_json);
     if (!tools.ok()) return tools.error();
     ToolChoice choice;
-    if (present(body, "tool_choice")) {
+    if (field_set(body, "tool_choice")) {
       auto c = read_tool_choice(ojson::parse(body["tool_choice"].dump()), *tools);
       if (!c.ok()) return c.error();
       choice = *c;
     }
-    if (present(body, "parallel_tool_calls")) {
+    if (field_set(body, "parallel_tool_calls")) {
       if (!body["parallel_tool_calls"].is_boolean())
         return make_field_error("parallel_tool_calls", "'parallel_tool_calls' must be true or false");
       out.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
@@ -330,7 +326,7 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
       const bool forced = choice.kind == ToolChoice::Kind::kRequired || choice.kind == ToolChoice::Kind::kNamed;
       if (forced || (generic && choice.kind == ToolChoice::Kind::kAuto)) {
         for (std::string_view field : kConstraintFields)
-          if (present(body, std::string(field).c_str()))
+          if (field_set(body, std::string(field).c_str()))
             return make_field_error(forced ? std::string("tool_choice") : std::string(field), forced ? "'tool_choice' \"required\" or a named function cannot be "
                                                                  "combined with '" + std::string(field) + "'"
                                                                : "'" + std::string(field) + "' cannot be combined with " +
@@ -343,7 +339,7 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
         if (!compiled.ok()) return make_field_error("tools", "the tool-call grammar: " + compiled.error().message);
         out.gen.grammar = *compiled;
       }
-    } else if (present(body, "tool_choice")) {
+    } else if (field_set(body, "tool_choice")) {
       return make_field_error("tool_choice", "'tool_choice' is only allowed when 'tools' are given");
     }
   }
@@ -371,19 +367,19 @@ Result<OpenAiRequest> parse_chat_request(const json& body, const Tokenizer& toke
   json generation = body;
   generation.erase("logprobs");
   generation.erase("top_logprobs");
-  if (present(body, "max_completion_tokens")) generation["max_tokens"] = body["max_completion_tokens"];
+  if (field_set(body, "max_completion_tokens")) generation["max_tokens"] = body["max_completion_tokens"];
   PAGODA_RETURN_IF_ERROR(read_common(generation, out));
   PAGODA_RETURN_IF_ERROR(read_constraint(body, ordered_body, tokenizer, out));
   PAGODA_RETURN_IF_ERROR(check_logit_bias_ids(out, tokenizer));
-  if (present(body, "max_completion_tokens") && out.gen.max_tokens < 1)
+  if (field_set(body, "max_completion_tokens") && out.gen.max_tokens < 1)
     return make_field_error("max_completion_tokens", "'max_completion_tokens' must be at least 1");
   bool logprobs = false;
-  if (present(body, "logprobs")) {
+  if (field_set(body, "logprobs")) {
     if (!body["logprobs"].is_boolean()) return make_field_error("logprobs", "'logprobs' must be true or false");
     logprobs = body["logprobs"].get<bool>();
   }
   int32_t top = 0;
-  if (present(body, "top_logprobs")) {
+  if (field_set(body, "top_logprobs")) {
     const json& t = body["top_logprobs"];
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > 20)
       return make_field_error("top_logprobs", "'top_logprobs' must be an integer between 0 and 20");

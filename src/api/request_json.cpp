@@ -36,8 +36,6 @@ Result<int64_t> integer_field(const json& body, const char* key, int64_t lo, int
   return i;
 }
 
-bool request_field_set(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
-
 }  // namespace
 
 Result<std::vector<int32_t>> token_ids_from_json(const json& ids, int32_t n_vocab, const std::string& param) {
@@ -118,14 +116,14 @@ Status read_generation_fields(const json& body, GenerationRequest& r) {
   r.sampling.top_p = 1.0f;
   r.sampling.top_k = 0;
   auto get_int = [&](const char* key, int64_t lo, int64_t hi, auto& out) -> Status {
-    if (!request_field_set(body, key)) return Status::success();
+    if (!field_set(body, key)) return Status::success();
     auto v = integer_field(body, key, lo, hi);
     if (!v.ok()) return v.error();
     out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     return Status::success();
   };
   auto get_num = [&](const char* key, double lo, double hi, float& out) -> Status {
-    if (!request_field_set(body, key)) return Status::success();
+    if (!field_set(body, key)) return Status::success();
     auto v = number_field(body, key, lo, hi);
     if (!v.ok()) return v.error();
     out = static_cast<float>(*v);
@@ -142,7 +140,7 @@ Status read_generation_fields(const json& body, GenerationRequest& r) {
   PAGODA_RETURN_IF_ERROR(get_num("presence_penalty", -2.0, 2.0, r.sampling.presence_penalty));
   PAGODA_RETURN_IF_ERROR(get_num("frequency_penalty", -2.0, 2.0, r.sampling.frequency_penalty));
   PAGODA_RETURN_IF_ERROR(get_num("repetition_penalty", 1e-3, 100.0, r.sampling.repetition_penalty));
-  if (request_field_set(body, "seed")) {
+  if (field_set(body, "seed")) {
     const json& s = body["seed"];
     if (s.is_number_unsigned())
       r.seed = s.get<uint64_t>();
@@ -152,7 +150,7 @@ Status read_generation_fields(const json& body, GenerationRequest& r) {
       return make_field_error("seed", "'seed' must be an integer");
   }
   PAGODA_RETURN_IF_ERROR(get_int("n", 1, 128, r.n));
-  if (request_field_set(body, "logprobs")) {
+  if (field_set(body, "logprobs")) {
     if (body["logprobs"].is_boolean()) {
       r.logprobs = body["logprobs"].get<bool>() ? 0 : -1;
     } else {
@@ -161,15 +159,15 @@ Status read_generation_fields(const json& body, GenerationRequest& r) {
   }
   PAGODA_RETURN_IF_ERROR(
       get_int("priority", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), r.priority));
-  if (request_field_set(body, "ignore_eos")) {
+  if (field_set(body, "ignore_eos")) {
     if (!body["ignore_eos"].is_boolean()) return make_field_error("ignore_eos", "'ignore_eos' must be true or false");
     r.ignore_eos = body["ignore_eos"].get<bool>();
   }
-  if (request_field_set(body, "cache_salt")) {
+  if (field_set(body, "cache_salt")) {
     if (!body["cache_salt"].is_string()) return make_field_error("cache_salt", "'cache_salt' must be a string");
     r.cache_salt = body["cache_salt"].get<std::string>();
   }
-  if (request_field_set(body, "logit_bias")) {
+  if (field_set(body, "logit_bias")) {
     const json& lb = body["logit_bias"];
     if (!lb.is_object()) return make_field_error("logit_bias", "'logit_bias' must be an object {\"token id\": bias}");
     if (lb.size() > 1024) return make_field_error("logit_bias", "'logit_bias' may hold at most 1024 tokens");
@@ -184,7 +182,7 @@ Status read_generation_fields(const json& body, GenerationRequest& r) {
       r.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
     }
   }
-  if (request_field_set(body, "stop")) {
+  if (field_set(body, "stop")) {
     const json& s = body["stop"];
     if (s.is_string()) {
       r.stop.push_back(s.get<std::string>());

@@ -26,6 +26,14 @@ Result<GenerationRequest> request_from_json(const nlohmann::json& body, const To
 // field check), read into `r` over its defaults. A missing or null field keeps the default.
 Status read_generation_fields(const nlohmann::json& body, GenerationRequest& r);
 
+// Whether `body` holds `key` with a value other than null (null reads as "not given", as in the OpenAI API). For
+// nlohmann::json and nlohmann::ordered_json alike.
+template <class Json>
+bool field_set(const Json& body, const char* key) {
+  const auto it = body.find(key);
+  return it != body.end() && !it->is_null();
+}
+
 // A prompt given as token ids, checked against the vocabulary; `param` names the field in errors.
 Result<std::vector<int32_t>> token_ids_from_json(const nlohmann::json& ids, int32_t n_vocab, const std::string& param);
 

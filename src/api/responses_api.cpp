@@ -4,14 +4,13 @@
 #include <vector>
 
 #include "api/openai_response.h"
+#include "api/request_json.h"
 
 namespace pagoda {
 namespace {
 
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
-
-bool responses_field_set(const ojson& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 // Fields of the Responses API pagoda implements; the others are refused by name, or accepted only at the value
 // that changes nothing (kNeutral).
@@ -167,7 +166,7 @@ Status translate_text(const ojson& text, ojson& chat) {
     }
     if (key != "format") return make_field_error("text", "'text." + key + "' is not supported");
   }
-  if (!responses_field_set(text, "format")) return Status::success();
+  if (!field_set(text, "format")) return Status::success();
   const ojson& f = text["format"];
   if (!f.is_object() || !f.contains("type") || !f["type"].is_string())
     return make_field_error("text", "'text.format' must be an object with a 'type'");
@@ -196,23 +195,23 @@ Status check_neutral(const ojson& body) {
   auto refuse = [](const std::string& key, const std::string& why) {
     return make_field_error(key, "'" + key + "' " + why);
   };
-  if (responses_field_set(body, "store") && body["store"] != false)
+  if (field_set(body, "store") && body["store"] != false)
     return refuse("store", "true is not supported: pagoda keeps no responses (send \"store\": false)");
-  if (responses_field_set(body, "truncation") && body["truncation"] != "disabled")
+  if (field_set(body, "truncation") && body["truncation"] != "disabled")
     return refuse("truncation", "other than \"disabled\" is not supported: a conversation that does not fit is a 400");
-  if (responses_field_set(body, "include") && !(body["include"].is_array() && body["include"].empty()))
+  if (field_set(body, "include") && !(body["include"].is_array() && body["include"].empty()))
     return refuse("include", "is not supported (pagoda has no extra output to include)");
-  if (responses_field_set(body, "background") && body["background"] != false)
+  if (field_set(body, "background") && body["background"] != false)
     return refuse("background", "true is not supported: pagoda keeps no responses to poll");
-  if (responses_field_set(body, "reasoning")) {
+  if (field_set(body, "reasoning")) {
     const ojson& r = body["reasoning"];
     if (!r.is_object()) return refuse("reasoning", "must be an object");
     for (const auto& [key, value] : r.items())
       if (!value.is_null()) return refuse("reasoning", "is not supported: the served model has no reasoning settings");
   }
-  if (responses_field_set(body, "service_tier") && body["service_tier"] != "auto" && body["service_tier"] != "default")
+  if (field_set(body, "service_tier") && body["service_tier"] != "auto" && body["service_tier"] != "default")
     return refuse("service_tier", "other than \"auto\" or \"default\" is not supported");
-  if (responses_field_set(body, "stream_options")) {
+  if (field_set(body, "stream_options")) {
     const ojson& so = body["stream_options"];
     if (!so.is_object()) return refuse("stream_options", "must be an object");
     for (const auto& [key, value] : so.items()) {
@@ -220,12 +219,12 @@ Status check_neutral(const ojson& body) {
       if (key != "include_obfuscation" || value != false)
         return refuse("stream_options", "'." + key + "' is not supported (only include_obfuscation: false)");
     }
-    if (!responses_field_set(body, "stream") || body["stream"] != true)
+    if (!field_set(body, "stream") || body["stream"] != true)
       return refuse("stream_options", "is only allowed with 'stream': true");
   }
   for (const char* key : {"user", "prompt_cache_key", "safety_identifier"})
-    if (responses_field_set(body, key) && !body[key].is_string()) return refuse(key, "must be a string");
-  if (responses_field_set(body, "metadata")) {
+    if (field_set(body, key) && !body[key].is_string()) return refuse(key, "must be a string");
+  if (field_set(body, "metadata")) {
     const ojson& m = body["metadata"];
     if (!m.is_object() || m.size() > 16) return refuse("metadata", "must be an object of at most 16 string values");
     for (const auto& [key, value] : m.items())
@@ -465,50 +464,48 @@ Result<DialectRequest> translate_responses_request(const ojson& body, const Dial
   }
   PAGODA_RETURN_IF_ERROR(check_neutral(body));
   ojson chat = ojson::object();
-  if (responses_field_set(body, "model")) chat["model"] = body["model"];
+  if (field_set(body, "model")) chat["model"] = body["model"];
   ojson messages = ojson::array();
-  if (responses_field_set(body, "instructions")) {
+  if (field_set(body, "instructions")) {
     if (!body["instructions"].is_string()) return make_field_error("instructions", "'instructions' must be a string");
     messages.push_back({{"role", "system"}, {"content", body["instructions"]}});
   }
-  if (!responses_field_set(body, "input")) return make_field_error("input", "'input' is required");
+  if (!field_set(body, "input")) return make_field_error("input", "'input' is required");
   PAGODA_RETURN_IF_ERROR(translate_input(body["input"], messages));
   chat["messages"] = messages;
-  ojson echo = {{"instructions", responses_field_set(body, "instructions") ? body["instructions"] : ojson(nullptr)},
-                {"max_output_tokens",
-                 responses_field_set(body, "max_output_tokens") ? body["max_output_tokens"] : ojson(nullptr)},
-                {"metadata", responses_field_set(body, "metadata") ? body["metadata"] : ojson::object()},
-                {"parallel_tool_calls",
-                 responses_field_set(body, "parallel_tool_calls") ? body["parallel_tool_calls"] : ojson(true)},
-                {"previous_response_id", nullptr},
-                {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
-                {"store", false},
-                {"temperature", responses_field_set(body, "temperature") ? body["temperature"] : ojson(1.0)},
-                {"text", responses_field_set(body, "text") && responses_field_set(body["text"], "format")
-                             ? body["text"]
-                             : ojson{{"format", {{"type", "text"}}}}},
-                {"tool_choice", responses_field_set(body, "tool_choice") ? body["tool_choice"] : ojson("auto")},
-                {"tools", responses_field_set(body, "tools") ? body["tools"] : ojson::array()},
-                {"top_p", responses_field_set(body, "top_p") ? body["top_p"] : ojson(1.0)},
-                {"truncation", "disabled"},
-                {"user", responses_field_set(body, "user") ? body["user"] : ojson(nullptr)}};
-  if (responses_field_set(body, "tools")) {
+  ojson echo = {
+      {"instructions", field_set(body, "instructions") ? body["instructions"] : ojson(nullptr)},
+      {"max_output_tokens", field_set(body, "max_output_tokens") ? body["max_output_tokens"] : ojson(nullptr)},
+      {"metadata", field_set(body, "metadata") ? body["metadata"] : ojson::object()},
+      {"parallel_tool_calls", field_set(body, "parallel_tool_calls") ? body["parallel_tool_calls"] : ojson(true)},
+      {"previous_response_id", nullptr},
+      {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+      {"store", false},
+      {"temperature", field_set(body, "temperature") ? body["temperature"] : ojson(1.0)},
+      {"text", field_set(body, "text") && field_set(body["text"], "format") ? body["text"]
+                                                                            : ojson{{"format", {{"type", "text"}}}}},
+      {"tool_choice", field_set(body, "tool_choice") ? body["tool_choice"] : ojson("auto")},
+      {"tools", field_set(body, "tools") ? body["tools"] : ojson::array()},
+      {"top_p", field_set(body, "top_p") ? body["top_p"] : ojson(1.0)},
+      {"truncation", "disabled"},
+      {"user", field_set(body, "user") ? body["user"] : ojson(nullptr)}};
+  if (field_set(body, "tools")) {
     auto tools = translate_responses_tools(body["tools"]);
     if (!tools.ok()) return tools.error();
     if (!tools->empty()) chat["tools"] = *tools;
   }
-  if (responses_field_set(body, "tool_choice")) {
+  if (field_set(body, "tool_choice")) {
     auto choice = translate_responses_tool_choice(body["tool_choice"]);
     if (!choice.ok()) return choice.error();
     if (chat.contains("tools")) chat["tool_choice"] = *choice;
     else if (*choice != "auto" && *choice != "none")
       return make_field_error("tool_choice", "'tool_choice' needs 'tools'");
   }
-  if (responses_field_set(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = body["parallel_tool_calls"];
-  if (responses_field_set(body, "text")) PAGODA_RETURN_IF_ERROR(translate_text(body["text"], chat));
-  if (responses_field_set(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
+  if (field_set(body, "parallel_tool_calls")) chat["parallel_tool_calls"] = body["parallel_tool_calls"];
+  if (field_set(body, "text")) PAGODA_RETURN_IF_ERROR(translate_text(body["text"], chat));
+  if (field_set(body, "max_output_tokens")) chat["max_completion_tokens"] = body["max_output_tokens"];
   for (const char* key : {"temperature", "top_p", "stream", "user"})
-    if (responses_field_set(body, key)) chat[key] = body[key];
+    if (field_set(body, key)) chat[key] = body[key];
   DialectRequest out;
   out.chat_body = std::move(chat);
   out.dialect = std::make_unique<ResponsesDialect>(ctx, std::move(echo));

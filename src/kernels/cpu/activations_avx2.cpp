@@ -38,31 +38,27 @@ inline __m256 silu_mul_lanes(__m256 g, __m256 u) {
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }
 
+// out[i] = f(a[i], b[i]), eight lanes at a time; the last partial vector through zero-padded copies. out may be a.
+template <class F>
+void map_lanes(const float* a, const float* b, int64_t n, float* out, F f) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  if (i < n) {
+    float pa[8] = {}, pb[8] = {};
+    const size_t rest = sizeof(float) * static_cast<size_t>(n - i);
+    std::memcpy(pa, a + i, rest);
+    std::memcpy(pb, b + i, rest);
+    _mm256_storeu_ps(pa, f(_mm256_loadu_ps(pa), _mm256_loadu_ps(pb)));
+    std::memcpy(out + i, pa, rest);
+  }
+}
+
 }  // namespace
 
 void exp_avx2(const float* x, int64_t n, float* out) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp_lanes(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    float buf[8] = {};
-    std::memcpy(buf, x + i, sizeof(float) * static_cast<size_t>(n - i));
-    _mm256_storeu_ps(buf, exp_lanes(_mm256_loadu_ps(buf)));
-    std::memcpy(out + i, buf, sizeof(float) * static_cast<size_t>(n - i));
-  }
+  map_lanes(x, x, n, out, [](__m256 v, __m256) { return exp_lanes(v); });
 }
 
-void silu_mul_avx2(float* gate, const float* up, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(gate + i, silu_mul_lanes(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
-  if (i < n) {
-    float g[8] = {}, u[8] = {};
-    const size_t rest = sizeof(float) * static_cast<size_t>(n - i);
-    std::memcpy(g, gate + i, rest);
-    std::memcpy(u, up + i, rest);
-    _mm256_storeu_ps(g, silu_mul_lanes(_mm256_loadu_ps(g), _mm256_loadu_ps(u)));
-    std::memcpy(gate + i, g, rest);
-  }
-}
+void silu_mul_avx2(float* gate, const float* up, int64_t n) { map_lanes(gate, up, n, gate, silu_mul_lanes); }
 
 }  // namespace pagoda

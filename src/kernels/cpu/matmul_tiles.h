@@ -20,6 +20,7 @@
 
 #include "kernels/cpu/isa_namespace.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -124,28 +125,23 @@ template <class Isa, GgmlType kType, int kTileTokens, int kTileRows, bool kPrefe
 void tiled_rows(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y, int64_t row_begin,
                 int64_t row_end) {
   const int64_t K = w.cols;
+  // The tile of tokens [t, t + tokens) and rows [r, r + rows): one call for both loop orders.
+  auto run_tile = [&](int64_t t, int64_t tokens, int64_t r, int64_t rows) {
+    kTiles<Isa, kType, kTileTokens, kTileRows, kPrefetch>[tokens - 1][rows - 1](w.row(r), w.row_bytes, x + t * K, K,
+                                                                                y + t * w.rows + r, w.rows);
+  };
   if (tokens_outer<Isa, kTileTokens>(K, (row_end - row_begin) * static_cast<int64_t>(w.row_bytes))) {
-    for (int64_t t = 0; t < num_tokens; t += kTileTokens) {
-      const int64_t tokens = num_tokens - t < kTileTokens ? num_tokens - t : kTileTokens;
-      for (int64_t r = row_begin; r < row_end; r += kTileRows) {
-        const int64_t rows = row_end - r < kTileRows ? row_end - r : kTileRows;
-        kTiles<Isa, kType, kTileTokens, kTileRows, kPrefetch>[tokens - 1][rows - 1](w.row(r), w.row_bytes, x + t * K, K,
-                                                                                    y + t * w.rows + r, w.rows);
-      }
-    }
+    for (int64_t t = 0; t < num_tokens; t += kTileTokens)
+      for (int64_t r = row_begin; r < row_end; r += kTileRows)
+        run_tile(t, std::min<int64_t>(num_tokens - t, kTileTokens), r, std::min<int64_t>(row_end - r, kTileRows));
     return;
   }
   const int64_t chunk = token_chunk<kTileTokens>(K);
   for (int64_t t0 = 0; t0 < num_tokens; t0 += chunk) {
-    const int64_t t_end = t0 + chunk < num_tokens ? t0 + chunk : num_tokens;
-    for (int64_t r = row_begin; r < row_end; r += kTileRows) {
-      const int64_t rows = row_end - r < kTileRows ? row_end - r : kTileRows;
-      for (int64_t t = t0; t < t_end; t += kTileTokens) {
-        const int64_t tokens = t_end - t < kTileTokens ? t_end - t : kTileTokens;
-        kTiles<Isa, kType, kTileTokens, kTileRows, kPrefetch>[tokens - 1][rows - 1](w.row(r), w.row_bytes, x + t * K, K,
-                                                                                    y + t * w.rows + r, w.rows);
-      }
-    }
+    const int64_t t_end = std::min(t0 + chunk, num_tokens);
+    for (int64_t r = row_begin; r < row_end; r += kTileRows)
+      for (int64_t t = t0; t < t_end; t += kTileTokens)
+        run_tile(t, std::min<int64_t>(t_end - t, kTileTokens), r, std::min<int64_t>(row_end - r, kTileRows));
   }
 }
 
