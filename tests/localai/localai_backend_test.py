@@ -15,9 +15,11 @@ LOCALAI_GRPC_AUTH_TOKEN: missing or wrong bearer token -> UNAUTHENTICATED.
 
 Usage: localai_backend_test.py PAGODA_LOCALAI PAGODA SOURCE_DIR
 """
+import atexit
 import concurrent.futures
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -41,6 +43,7 @@ if not os.path.exists(model):
     sys.exit(1)
 
 tmp = tempfile.mkdtemp(prefix="pagoda-localai-test-")
+atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # the generated stubs and the backends' logs
 subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I", os.path.join(src, "proto/localai"),
                 f"--python_out={tmp}", f"--grpc_python_out={tmp}", "backend.proto"], check=True)
 sys.path.insert(0, tmp)

@@ -5,7 +5,7 @@
 // operation that was in flight at the kill either applied or not, nothing else. Every stream a client read ends
 // complete ([DONE] after a finish_reason) or with an error: never cut off in a way that looks complete.
 // Env: PAGODA_BINARY, PAGODA_MODEL_PATH.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,6 +19,7 @@ const ANCHORS = 12;
 const bin = process.env.PAGODA_BINARY;
 const modelPath = process.env.PAGODA_MODEL_PATH;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pagoda-faults-'));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
 const f = (name) => path.join(dir, name);
 const cli = (...args) => execFileSync(bin, ['anchor', ...args], { encoding: 'utf8' }).trim();
 
