@@ -42,6 +42,18 @@ size_t packed_matrix_bytes(GgmlType type, int64_t rows, int64_t cols);
 // w's row-major bytes -> out [packed_matrix_bytes] in the layout above.
 void pack_rows(const WeightMatrix& w, uint8_t* out);
 
+// Decode's stream ahead (quant_dot_packed_simd.h's NextGroupPrefetch) prefetches the next group's `lines` cache
+// lines over the current group's `iterations`: by the end of iteration i (0-based), the first
+// next_group_lines_by(i, step, lines) of them, with step = next_group_step(lines, iterations). The count rises by
+// about lines / iterations an iteration and reaches `lines` at the last one.
+constexpr uint64_t next_group_step(uint64_t lines, int64_t iterations) {  // lines an iteration, 16.16 fixed point
+  return (lines << 16) / static_cast<uint64_t>(iterations) + 1;
+}
+constexpr uint64_t next_group_lines_by(int64_t iteration, uint64_t step, uint64_t lines) {
+  const uint64_t by = (static_cast<uint64_t>(iteration + 1) * step) >> 16;
+  return by < lines ? by : lines;
+}
+
 // Rows 16g .. 16g + n_rows - 1 of one packed group against n_tokens quantized activation rows (Q8_0 format,
 // quant_dot.h) x0 + t * x_stride: y[t * y_stride + r] for r < n_rows, t < n_tokens <= max_tokens.
 using PackedTileFn = void (*)(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y,

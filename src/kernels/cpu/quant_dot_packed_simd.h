@@ -51,6 +51,29 @@ inline void prefetch_ahead(const uint8_t* rec, int ahead = 2) {
   for (size_t off = 0; off < kRecord; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
+// Decode's stream ahead for tiles that read a group of 16 rows in two passes over its records (rows 0-7, then rows
+// 8-15, which find the records in L1): demand misses, and the hardware prefetcher they drive, then keep memory busy
+// during the first pass only. This prefetches the next group (contiguous in the packed matrix) into L2, its lines
+// spread evenly over the current group's iterations (quant_dot_packed.h's next_group_lines_by), so memory streams
+// while the arithmetic of both passes runs. Past a range's last group it touches another thread's rows or the next
+// matrix: prefetches never fault.
+class NextGroupPrefetch {
+ public:
+  // `iterations`: the block iterations of this group's passes (nb per pass); at() is called with 0, 1, ... in turn.
+  NextGroupPrefetch(const uint8_t* group, size_t group_bytes, int64_t iterations)
+      : next_(group + group_bytes), lines_(group_bytes / 64), step_(next_group_step(lines_, iterations)) {}
+  void at(int64_t iteration) {
+    for (const uint64_t by = next_group_lines_by(iteration, step_, lines_); done_ < by; ++done_)
+      _mm_prefetch(reinterpret_cast<const char*>(next_ + 64 * done_), _MM_HINT_T1);
+  }
+
+ private:
+  const uint8_t* next_;
+  uint64_t lines_;
+  uint64_t step_;
+  uint64_t done_ = 0;
+};
+
 // Bytes of one record (16 rows' block b): the 16 f16 scales, then the chunks of 64 bytes.
 constexpr size_t record_bytes(int chunks) { return 2 * kPackRows + 64 * static_cast<size_t>(chunks); }
 

@@ -263,5 +263,23 @@ TEST(PackedWeightsTest, EveryQuantizedTypePacksAndFloatsDoNot) {
 INSTANTIATE_TEST_SUITE_P(Types, PackedDot, ::testing::ValuesIn(kPackedTypes),
                          [](const auto& info) { return std::string(ggml_type_traits(info.param).name); });
 
+// Decode's stream ahead prefetches every line of the next group once over the current group's iterations, a few at
+// each: the group sizes of the models' matrices (Q4_1 records of 320 bytes, K = 576 .. 1536) and awkward ones.
+TEST(NextGroupPrefetchSchedule, CoversEveryLineByTheLastIterationEvenly) {
+  for (const uint64_t lines : {uint64_t{1}, uint64_t{3}, uint64_t{90}, uint64_t{240}, uint64_t{241}, uint64_t{4096}})
+    for (const int64_t iterations : {int64_t{1}, int64_t{2}, int64_t{18}, int64_t{36}, int64_t{96}, int64_t{1000}}) {
+      const uint64_t step = next_group_step(lines, iterations);
+      const uint64_t most = lines / static_cast<uint64_t>(iterations) + 2;  // lines an iteration, at most
+      uint64_t before = 0;
+      for (int64_t i = 0; i < iterations; ++i) {
+        const uint64_t by = next_group_lines_by(i, step, lines);
+        ASSERT_GE(by, before) << lines << " lines, " << iterations << " iterations, at " << i;
+        ASSERT_LE(by - before, most) << lines << " lines, " << iterations << " iterations, at " << i;
+        before = by;
+      }
+      EXPECT_EQ(before, lines) << lines << " lines over " << iterations << " iterations";
+    }
+}
+
 }  // namespace
 }  // namespace pagoda
