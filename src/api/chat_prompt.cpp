@@ -1,5 +1,7 @@
 #include "api/chat_prompt.h"
 
+#include "api/request_json.h"
+
 #include <array>
 
 namespace pagoda {
@@ -20,7 +22,7 @@ Result<std::vector<ChatMessage>> plain_messages(const ojson& messages) {
         return make_field_error("messages", "'" + where + "." + key + "' needs the model's Jinja chat template (" +
                                                 "the built-in families take only 'role' and 'content')");
     ChatMessage msg{m["role"].get<std::string>(), {}};
-    if (m.contains("content") && !m["content"].is_null()) {
+    if (field_set(m, "content")) {
       const ojson& c = m["content"];
       if (c.is_string()) {
         msg.content = c.get<std::string>();
@@ -116,7 +118,7 @@ ojson ChatPrompt::adapt_openai_messages(const ojson& messages) const {
         if (parsed.is_object()) fn["arguments"] = std::move(parsed);
       }
     }
-    if (!m.contains("content") || m["content"].is_null()) m["content"] = "";
+    if (!field_set(m, "content")) m["content"] = "";
     if (!reads_content_parts_ && m["content"].is_array()) {
       std::string text;
       bool all_text = true;

@@ -1,5 +1,7 @@
 #include "api/generic_tool_format.h"
 
+#include "api/request_json.h"
+
 #include "api/tool_call_stream.h"
 
 namespace pagoda {
@@ -124,8 +126,8 @@ ojson generic_tool_messages(const ojson& messages, const std::string& instructio
     const std::string role = m["role"].get<std::string>();
     if (role == "tool") {
       ojson result = ojson::object();
-      if (m.contains("tool_call_id") && !m["tool_call_id"].is_null()) result["tool_call_id"] = m["tool_call_id"];
-      if (m.contains("name") && !m["name"].is_null()) result["name"] = m["name"];
+      if (field_set(m, "tool_call_id")) result["tool_call_id"] = m["tool_call_id"];
+      if (field_set(m, "name")) result["name"] = m["name"];
       result["content"] = content_text(m);
       const std::string text = ojson{{"tool_response", result}}.dump();
       if (!out.empty() && out.back()["role"] == "user") {

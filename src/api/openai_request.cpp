@@ -166,7 +166,7 @@ Status resolve_max_tokens(const json& body, const char* prompt_param, int64_t de
 
 Result<std::string> message_content(const json& m, size_t i) {
   const std::string where = "messages[" + std::to_string(i) + "].content";
-  if (!m.contains("content") || m["content"].is_null()) return std::string();
+  if (!field_set(m, "content")) return std::string();
   const json& c = m["content"];
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array()) return make_field_error("messages", "'" + where + "' must be a string or a list of parts");

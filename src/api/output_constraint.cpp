@@ -1,5 +1,7 @@
 #include "api/output_constraint.h"
 
+#include "api/request_json.h"
+
 #include "grammar/json_schema.h"
 
 namespace pagoda {
@@ -69,7 +71,7 @@ Result<std::string> constraint_gbnf(const ordered_json& body, std::string_view f
   }
   if (!js.contains("name")) return make_field_error("response_format", "'response_format.json_schema.name' is required");
   // Without a schema OpenAI accepts any JSON object.
-  if (!js.contains("schema") || js["schema"].is_null()) return grammar::json_object_gbnf();
+  if (!field_set(js, "schema")) return grammar::json_object_gbnf();
   auto gbnf = schema_gbnf(js["schema"], "response_format");
   if (!gbnf.ok()) return gbnf.error();
   return gbnf;
