@@ -1,9 +1,0 @@
-#!/bin/bash
-# usage: ab.sh ROUNDS MODEL BIN... ; prints decode tok/s per round per binary
-R=$1; M=$2; shift 2
-for r in $(seq $R); do
-  for b in "$@"; do
-    v=$($b bench $M -p 16 -n 128 -r 3 -t 2 --no-roofline 2>&1 | grep 'decode  tg' | awk '{print $3}')
-    echo "$r $(basename $b) $v"
-  done
-done
