@@ -106,8 +106,8 @@ void tile_legacy(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64
   const __m512i lane_bytes = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0);
   __m512 acc[kTokens], mins[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = mins[t] = _mm512_setzero_ps();
-  // Decode streams the next group ahead (as the AVX2 tile does): SmolLM2 Q4_1 decode +2-3% on a Zen 5 (10 of 10
-  // rounds; docs/PERFORMANCE.md). On the Q8_0 output head (tile() above) it measured no gain.
+  // Decode streams the next group ahead (as the AVX2 tile does): SmolLM2 Q4_1 decode +0.5-3% on a Zen 5, a small
+  // gain (docs/PERFORMANCE.md). On the Q8_0 output head (tile() above) it measured no gain.
   constexpr bool kStreamAhead = kTokens == 1;
   NextGroupPrefetch ahead(group, nb * kRecord, nb);
   for (int64_t b = 0; b < nb; ++b) {
