@@ -1,8 +1,8 @@
 #include "api/chat_prompt.h"
 
-#include "api/request_json.h"
-
 #include <array>
+
+#include "api/request_json.h"
 
 namespace pagoda {
 namespace {

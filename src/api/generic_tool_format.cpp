@@ -1,7 +1,6 @@
 #include "api/generic_tool_format.h"
 
 #include "api/request_json.h"
-
 #include "api/tool_call_stream.h"
 
 namespace pagoda {

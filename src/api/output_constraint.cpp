@@ -1,7 +1,6 @@
 #include "api/output_constraint.h"
 
 #include "api/request_json.h"
-
 #include "grammar/json_schema.h"
 
 namespace pagoda {
