@@ -27,6 +27,8 @@ void TransformerWorkspace::reserve(const ModelHParams& hp, int64_t T) {
   grow(attn, T * hp.q_dim());
   grow(proj, T * hp.n_embd);
   if (hp.parallel_residual) grow(attn_proj, T * hp.n_embd);
+  grow(rope_cos, T * (hp.rope.n_rot / 2));
+  grow(rope_sin, T * (hp.rope.n_rot / 2));
   grow(gate, T * hp.n_ff);
   grow(up, T * hp.n_ff);
 }
@@ -72,7 +74,7 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
     return make_error("forward batch: the attention probe needs one prefix length per sequence");
   {
     // The scratch buffers grow with the batch: refuse sizes the machine cannot hold rather than abort.
-    const uint64_t per_token = 4 * hp.n_embd + 2 * hp.q_dim() + 2 * hp.kv_dim() + 2 * hp.n_ff;
+    const uint64_t per_token = 4 * hp.n_embd + 2 * hp.q_dim() + 2 * hp.kv_dim() + 2 * hp.n_ff + hp.rope.n_rot;
     auto bytes = checked_allocation_bytes({static_cast<uint64_t>(T), per_token, sizeof(float)},
                                           "the workspace for " + std::to_string(T) + " tokens");
     if (!bytes.ok()) return bytes.error();
@@ -135,6 +137,12 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
     }
   }
 
+  // Each token's rotary angles, once for all layers (rope_apply's own values: the bits of computing them per layer).
+  const int64_t rope_half = hp.rope.n_rot / 2;
+  if (!learned_positions)
+    for (int64_t t = 0; t < T; ++t)
+      rope_angles(hp.rope, batch.positions[t], ws.rope_cos.data() + t * rope_half, ws.rope_sin.data() + t * rope_half);
+
   // Writes this step's K/V to their slots, then attends through the block table (in-step keys included).
   // (Stored in the cache's type: the attention reads the stored values, this step's keys included.)
   auto attend_paged = [&](int64_t il) {
@@ -181,8 +189,10 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
     if (!learned_positions) {
       pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
-          rope_apply(hp.rope, batch.positions[t], hp.n_head, hp.head_dim, ws.q.data() + t * QD);
-          rope_apply(hp.rope, batch.positions[t], hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
+          const float* cos = ws.rope_cos.data() + t * rope_half;
+          const float* sin = ws.rope_sin.data() + t * rope_half;
+          rope_apply_angles(hp.rope, cos, sin, hp.n_head, hp.head_dim, ws.q.data() + t * QD);
+          rope_apply_angles(hp.rope, cos, sin, hp.n_head_kv, hp.head_dim, ws.k.data() + t * KVD);
         }
       });
     }

@@ -27,6 +27,8 @@ struct TransformerWorkspace {
   std::vector<float> attn_proj;     // [T, n_embd] the attention sub-layer's output (parallel residual only)
   std::vector<float> gate;          // [T, n_ff]
   std::vector<float> up;            // [T, n_ff]
+  std::vector<float> rope_cos;      // [T, n_rot / 2] each token's rotary angles, computed once for every layer
+  std::vector<float> rope_sin;      // [T, n_rot / 2]
   SingleSequenceBatch single;       // the single-sequence wrapper's metadata
   std::vector<int32_t> kv_begin;    // [num_seqs] one layer's first attended key per sequence (layer mask)
   void reserve(const ModelHParams& hp, int64_t num_tokens);

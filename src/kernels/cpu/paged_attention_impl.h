@@ -43,6 +43,8 @@ struct Job {
   int32_t head;      // the (first) query head
   int32_t key_begin;
   int32_t head_count = 1;  // fused kernel: heads head .. head + head_count - 1, all of one KV head
+  int32_t kv_head_count = 1;  // fused decode: the job is kv_head_count consecutive KV heads, head_count heads each
+                              // (all of each one's heads), read a tile of keys at a time (see run_tiles)
   int32_t cascade_begin = 0, cascade_count = 0;  // fused kernel: a cascade's members (see run_job)
   int32_t shared_end = 0;                        // keys [0, shared_end) shared by the cascade's members
   int32_t segment = -1;  // split-KV: >= 0 runs only this segment of the keys and saves its heads' states
@@ -312,12 +314,15 @@ void stage_tile(const PagedAttentionArgs& a, const TileRows& rows, float* k_f32,
   }
 }
 
-// The tiles of keys [from, n_keys) of one sequence for the heads in `states` (all of one KV head), whose keys
-// start at key_begin (segments count from there; `from - key_begin` is a multiple of kKeyTile). With several states
-// and a stored type other than f32, each tile is staged as f32 once for all of them.
+// The tiles of keys [from, n_keys) of one sequence for the heads in `states` ([n_kvh][count]: `count` heads of each
+// of the KV heads kvh .. kvh + n_kvh - 1), whose keys start at key_begin (segments count from there; `from -
+// key_begin` is a multiple of kKeyTile). With several heads of a KV head and a stored type other than f32, each
+// tile is staged as f32 once for all of them. Several KV heads go tile by tile, every KV head of a tile before the
+// next tile: a slot stores its KV heads side by side, so the tile's rows are then read whole and in address order
+// (a KV head at a time, a job reads head_dim values out of every n_kv_heads * head_dim, scattered over the pool).
 template <class Isa, int kVecs, KvDtype kT>
 void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t key_begin, int32_t from,
-               int32_t n_keys, HeadState<Isa>* states, int count) {
+               int32_t n_keys, HeadState<Isa>* states, int count, int n_kvh = 1) {
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
   const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
   const int64_t hb = kv_bytes(kT, D);
@@ -327,16 +332,39 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
   constexpr int kStagedFloats = kT == KvDtype::kF32 ? 16 : kKeyTile * 16 * (kVecs > 0 ? kVecs : kMaxHeadVecs);
   alignas(64) float k_f32[kStagedFloats];  // [kKeyTile][16 * nv]
   alignas(64) float v_f32[kStagedFloats];
-  TileRows rows, staged;
+  TileRows rows, shifted, staged, next;
   for (int32_t t0 = from; t0 < n_keys; t0 += kKeyTile) {
     if ((t0 - key_begin) % kKeySegment == 0)
-      for (int g = 0; g < count; ++g) close_segment<Isa>(states[g], nv);
+      for (int g = 0; g < n_kvh * count; ++g) close_segment<Isa>(states[g], nv);
     locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0), block_index, offset, rows);
-    if (stage) {
-      stage_tile<Isa, kVecs, kT>(a, rows, k_f32, v_f32, staged);
-      for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, staged, states[g]);
-    } else {
-      for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, rows, states[g]);
+    next.n = 0;
+    if (n_kvh > 1 && t0 + kKeyTile < n_keys) {  // the next tile's rows, fetched a KV head at a time below
+      int32_t next_block = block_index, next_offset = offset;
+      locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0 - kKeyTile), next_block,
+                  next_offset, next);
+    }
+    for (int h = 0; h < n_kvh; ++h) {
+      // Software prefetch of this KV head's rows of the next tile while this tile's are stepped: the rows of one KV
+      // head are head_dim values out of every slot's n_kv_heads * head_dim, a stride the hardware prefetcher does not
+      // run ahead of (16-way decode attention of the 134M F16 model: 4.4 -> 3.0 ms a step, docs/PERFORMANCE.md).
+      for (int32_t i = 0; i < next.n; ++i)
+        for (int64_t off = 0; off < hb; off += 64) {
+          __builtin_prefetch(next.k[i] + h * hb + off, 0, 3);
+          __builtin_prefetch(next.v[i] + h * hb + off, 0, 3);
+        }
+      const TileRows* head_rows = &rows;
+      if (h > 0) {  // the next KV head's rows: hb bytes on in every slot
+        shifted.n = rows.n;
+        for (int32_t i = 0; i < rows.n; ++i) shifted.k[i] = rows.k[i] + h * hb, shifted.v[i] = rows.v[i] + h * hb;
+        head_rows = &shifted;
+      }
+      HeadState<Isa>* head_states = states + h * count;
+      if (stage) {
+        stage_tile<Isa, kVecs, kT>(a, *head_rows, k_f32, v_f32, staged);
+        for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, staged, head_states[g]);
+      } else {
+        for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, *head_rows, head_states[g]);
+      }
     }
   }
 }
@@ -359,6 +387,27 @@ void run_job(const PagedAttentionArgs& a, const Job& job, const std::vector<Job>
   const int32_t kvh = job.head / (a.n_heads / a.n_kv_heads);
   const int G = job.head_count;
   const int nv = kVecs > 0 ? kVecs : (a.head_dim + 15) / 16;
+  if (job.kv_head_count > 1) {
+    // Several KV heads, all their heads (consecutive from job.head): a decode query, whole or one segment of it.
+    const int total = G * job.kv_head_count;
+    thread_local std::vector<HeadState<Isa>> states;  // [KV head of the job][head of the group]
+    states.resize(static_cast<size_t>(total));
+    for (int g = 0; g < total; ++g) init_state<Isa, kVecs>(a, job.token, job.head + g, states[g]);
+    const int32_t from = job.segment >= 0 ? job.key_begin + job.segment * kKeySegment : job.key_begin;
+    const int32_t to = job.segment >= 0 ? std::min(job.n_keys, from + kKeySegment) : job.n_keys;
+    run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, from, to, states.data(), G, job.kv_head_count);
+    for (int g = 0; g < total; ++g) {
+      if (job.segment < 0) {
+        finish_state<Isa, kVecs>(a, states[g]);
+        continue;
+      }
+      float* p = scratch + (job.scratch + g) * stride;
+      for (int j = 0; j < nv; ++j) Isa::store(p + 16 * j, states[g].cur.acc[j]);
+      p[16 * nv] = states[g].cur.max;
+      p[16 * nv + 1] = states[g].cur.sum;
+    }
+    return;
+  }
   if (job.segment >= 0) {
     HeadState<Isa> states[kMaxGroup];
     for (int g = 0; g < G; ++g) init_state<Isa, kVecs>(a, job.token, job.head + g, states[g]);
@@ -487,7 +536,8 @@ inline void find_cascades(const PagedAttentionArgs& a, std::vector<Job>& members
 // The fused kernel's jobs: a token's query heads that share a KV head together (at most kMaxGroup at a time), unless
 // that leaves fewer than two jobs per thread (a short decode batch), when every head is a job of its own; a prefill
 // chunk's queries kQueryGroup consecutive tokens at a time; decode sequences sharing a prefix form one job per
-// cascade and head group.
+// cascade and head group; and in a batch of at least two decode queries a thread, each query's heads, all of them,
+// one job.
 inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std::vector<Job>& jobs,
                                std::vector<Job>& members) {
   const int32_t group = a.n_heads / a.n_kv_heads;
@@ -518,10 +568,22 @@ inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std
       j.shared_end = c.shared_end;
       jobs.push_back(j);
     }
+  // Decode queries read a whole sequence's slots, every KV head, as one job when there are enough of them to keep
+  // every thread busy (two jobs a thread): the K/V then stream in address order (run_tiles).
+  int64_t decode_queries = 0;
+  for (int32_t s = 0; s < a.num_seqs; ++s)
+    decode_queries += !in_cascade[s] && a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s] == 1;
+  const bool whole_slots = a.n_kv_heads > 1 && decode_queries >= 2 * num_threads;
   for (int32_t s = 0; s < a.num_seqs; ++s) {
     if (in_cascade[s]) continue;
     const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
     const int32_t key_begin = a.kv_begin ? a.kv_begin[s] : 0;
+    if (whole_slots && q_len == 1) {
+      Job j{s, q_begin, a.seq_lens_kv[s], 0, key_begin, group};
+      j.kv_head_count = a.n_kv_heads;
+      jobs.push_back(j);
+      continue;
+    }
     for (int32_t i = 0; i < q_len; i += kQueryGroup)
       for (int32_t h = 0; h < a.n_heads; h += step) {
         Job j{s, q_begin + i, a.seq_lens_kv[s] - q_len + i + 1, h, key_begin, std::min(step, group - h % group)};
@@ -541,10 +603,11 @@ inline void split_long_jobs(const PagedAttentionArgs& a, int num_threads, std::v
   *scratch_states = 0;
   if (a.split_kv == SplitKv::kNever || (a.split_kv == SplitKv::kAuto && num_threads < 2)) return;
   int64_t work = 0;
-  for (const Job& j : jobs) work += static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count * j.query_count;
+  for (const Job& j : jobs)
+    work += static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count * j.kv_head_count * j.query_count;
   const int64_t share = work / (2 * num_threads);
   auto splits = [&](const Job& j) {  // single queries only (a prefill job of several runs whole)
-    const int64_t w = static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count;
+    const int64_t w = static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count * j.kv_head_count;
     return j.cascade_count == 0 && j.query_count == 1 && segments_of(j) >= 2 &&
            (a.split_kv == SplitKv::kAlways || w > share);
   };
@@ -557,14 +620,15 @@ inline void split_long_jobs(const PagedAttentionArgs& a, int num_threads, std::v
       continue;
     }
     const int32_t segs = segments_of(j);
-    units.push_back({j.token, j.head, j.head_count, segs, *scratch_states});
+    const int32_t heads = j.head_count * j.kv_head_count;  // consecutive from j.head
+    units.push_back({j.token, j.head, heads, segs, *scratch_states});
     for (int32_t s = 0; s < segs; ++s) {
       Job part = j;
       part.segment = s;
-      part.scratch = *scratch_states + static_cast<int64_t>(s) * j.head_count;
+      part.scratch = *scratch_states + static_cast<int64_t>(s) * heads;
       split.push_back(part);
     }
-    *scratch_states += static_cast<int64_t>(segs) * j.head_count;
+    *scratch_states += static_cast<int64_t>(segs) * heads;
   }
   jobs.swap(split);
 }

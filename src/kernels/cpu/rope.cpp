@@ -1,10 +1,11 @@
 #include "kernels/cpu/rope.h"
 
 #include <cmath>
+#include <vector>
 
 namespace pagoda {
 
-void rope_apply(const RopeParams& p, int64_t position, int64_t n_heads, int64_t head_dim, float* x) {
+void rope_angles(const RopeParams& p, int64_t position, float* cos_out, float* sin_out) {
   // theta_i = position * freq_scale * base^(-2i/n_rot), built by repeated multiplication in f32 as ggml does,
   // so that pagoda's rotations match llama.cpp's to the last bit where possible.
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
@@ -12,19 +13,45 @@ void rope_apply(const RopeParams& p, int64_t position, int64_t n_heads, int64_t 
   float theta = static_cast<float>(position);
   for (int64_t i = 0; i < half; ++i) {
     const float angle = p.freq_scale * theta;
-    const float c = std::cos(angle);
-    const float s = std::sin(angle);
+    cos_out[i] = std::cos(angle);
+    sin_out[i] = std::sin(angle);
+    theta *= theta_scale;
+  }
+}
+
+void rope_apply_angles(const RopeParams& p, const float* cos, const float* sin, int64_t n_heads, int64_t head_dim,
+                       float* x) {
+  const int64_t half = p.n_rot / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float c = cos[i];
+    const float s = sin[i];
+    const int64_t a = p.type == RopeType::kNormal ? 2 * i : i;
+    const int64_t b = p.type == RopeType::kNormal ? 2 * i + 1 : i + half;
     for (int64_t h = 0; h < n_heads; ++h) {
       float* head = x + h * head_dim;
-      const int64_t a = p.type == RopeType::kNormal ? 2 * i : i;
-      const int64_t b = p.type == RopeType::kNormal ? 2 * i + 1 : i + half;
       const float x0 = head[a];
       const float x1 = head[b];
       head[a] = x0 * c - x1 * s;
       head[b] = x0 * s + x1 * c;
     }
-    theta *= theta_scale;
   }
+}
+
+void rope_apply(const RopeParams& p, int64_t position, int64_t n_heads, int64_t head_dim, float* x) {
+  constexpr int64_t kStackHalf = 128;  // n_rot <= head_dim <= 256 for the attention kernels
+  const int64_t half = p.n_rot / 2;
+  float cos_stack[kStackHalf], sin_stack[kStackHalf];
+  std::vector<float> cos_heap, sin_heap;
+  float* cos = cos_stack;
+  float* sin = sin_stack;
+  if (half > kStackHalf) {
+    cos_heap.resize(half);
+    sin_heap.resize(half);
+    cos = cos_heap.data();
+    sin = sin_heap.data();
+  }
+  rope_angles(p, position, cos, sin);
+  rope_apply_angles(p, cos, sin, n_heads, head_dim, x);
 }
 
 }  // namespace pagoda

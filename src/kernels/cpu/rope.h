@@ -20,4 +20,11 @@ struct RopeParams {
 // x: [n_heads, head_dim] for the token at `position`.
 void rope_apply(const RopeParams& p, int64_t position, int64_t n_heads, int64_t head_dim, float* x);
 
+// The same in two halves, so that a forward pass computes each token's angles once for all its layers and for both
+// Q and K (the cos / sin calls were 1-2% of a decode step): cos_out, sin_out [n_rot / 2] of the token at `position`,
+// then the rotation with them. rope_apply is exactly these two calls.
+void rope_angles(const RopeParams& p, int64_t position, float* cos_out, float* sin_out);
+void rope_apply_angles(const RopeParams& p, const float* cos, const float* sin, int64_t n_heads, int64_t head_dim,
+                       float* x);
+
 }  // namespace pagoda

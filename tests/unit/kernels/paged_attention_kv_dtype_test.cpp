@@ -161,6 +161,58 @@ TEST_P(PagedAttentionKvDtype, PrefillQueriesRunTogetherGiveEachTokenItsDecodeBit
   EXPECT_GE(compared, 4);
 }
 
+// A decode batch with at least two decode queries a thread runs each query's heads, every KV head, as one job that
+// reads the tiles' slots whole (paged_attention_impl.h's run_tiles): each sequence still gets the bits it gets as a
+// decode step by itself (one query: a job per head or per KV head), over the typed cache and over the f32 cache of
+// the same values, with kv_begin, with split-KV never / auto / always (a whole-slot job split into its segments:
+// the 300- and 600-key sequences), beside a prefill chunk, in every ISA build.
+TEST_P(PagedAttentionKvDtype, DecodeBatchOfWholeSlotJobsGivesEachSequenceItsAloneBits) {
+  const KvDtype t = GetParam();
+  int compared = 0;
+  const std::vector<SeqSpec> specs = {{1, 1}, {31, 1}, {33, 1}, {300, 1}, {40, 5}, {70, 1}, {600, 1}};
+  for (int32_t group : {1, 3})
+    for (int32_t hd : {64, 96}) {
+      if (!check_kv_head_dim(t, hd).ok()) continue;
+      const int32_t n_kv = 3, n_heads = n_kv * group;
+      PagedBatch b = make_batch(specs, 16, n_heads, n_kv, hd, 500 + group + hd);
+      b.kv_begin = {0, 0, 5, 40, 0, 0, 260};
+      const TypedPools p = store_pools(b, t);
+      ThreadPool pool(2);
+      for (const char* isa : {"portable", "avx2", "avx512"}) {
+        if (!isa_runs_or_skip(isa)) continue;
+        for (SplitKv split : {SplitKv::kNever, SplitKv::kAuto, SplitKv::kAlways})
+          for (bool typed : {true, false}) {
+            auto args = [&](const PagedBatch& x, float* out) {
+              PagedAttentionArgs a = typed ? typed_args(x, p, t, out) : f32_args(x, p, out);
+              a.split_kv = split;
+              return a;
+            };
+            std::vector<float> out(b.out_size());
+            ASSERT_TRUE(paged_attention_isa(args(b, out.data()), pool, isa)) << isa;
+            ++compared;
+            for (size_t s = 0; s < specs.size(); ++s) {
+              if (specs[s].q_len != 1) continue;
+              PagedBatch alone = b;
+              alone.cu_seqlens_q = {0, 1};
+              alone.seq_lens_kv = {specs[s].kv_len};
+              alone.kv_begin = {b.kv_begin[s]};
+              alone.block_table.assign(b.block_table.begin() + s * b.max_blocks,
+                                       b.block_table.begin() + (s + 1) * b.max_blocks);
+              const int64_t row = static_cast<int64_t>(b.cu_seqlens_q[s]) * n_heads * hd;
+              alone.q.assign(b.q.begin() + row, b.q.begin() + row + n_heads * hd);
+              std::vector<float> single(alone.q.size());
+              ASSERT_TRUE(paged_attention_isa(args(alone, single.data()), pool, isa));
+              for (float x : single) ASSERT_TRUE(std::isfinite(x)) << isa << ": read an unwritten slot";
+              ASSERT_EQ(0, std::memcmp(single.data(), out.data() + row, single.size() * 4))
+                  << kv_dtype_name(t) << (typed ? "" : " (as f32)") << " " << isa << " group " << group << " head_dim "
+                  << hd << " split " << static_cast<int>(split) << " sequence " << s;
+            }
+          }
+      }
+    }
+  EXPECT_GE(compared, 12);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, PagedAttentionKvDtype,
                          ::testing::Values(KvDtype::kF16, KvDtype::kBF16, KvDtype::kQ8_0),
                          [](const auto& info) { return std::string(kv_dtype_name(info.param)); });
