@@ -75,6 +75,10 @@ Result<std::unique_ptr<Engine>> make_engine(const Model& m, const BenchOptions& 
   if (!config.ok()) return config.error();
   config->num_threads = o.threads;
   config->attention = o.attention == "reference" ? AttentionImpl::kReference : AttentionImpl::kFused;
+  // The KV pool resident before the clock starts, as `pagoda serve` makes it (and as llama.cpp clears its KV buffer
+  // at creation): otherwise the first touch of each page is zeroed by the kernel inside the timed steps (16-way
+  // decode of the 134M F16 model: about 4% of the step, docs/PERFORMANCE.md).
+  config->prefault_kv = true;
   PAGODA_RETURN_IF_ERROR(attach_warm_start(o.engine, m, *config));
   return Engine::create(m, *config);
 }
