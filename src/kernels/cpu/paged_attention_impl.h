@@ -205,6 +205,30 @@ void init_state(const PagedAttentionArgs& a, int32_t token, int32_t head, HeadSt
   st.head = head;
 }
 
+// The online-softmax part of a tile step: scores [kKeyTile] (set to -inf past n here) -> weights [kKeyTile]
+// (e^(score - new maximum), 0 past n); cur.sum rescaled to the new maximum plus the tile's sum. Returns the
+// correction that rescales the values accumulated so far; the new maximum goes to *new_max (cur.max is the caller's
+// to set once the values are accumulated).
+template <class Isa>
+inline float softmax_tile(float* scores, float* weights, int32_t n, Partial<Isa>& cur, float* new_max) {
+  using V = typename Isa::V;
+  for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
+  const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
+  const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
+  // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
+  *new_max = std::max(cur.max, tile_max);
+  alignas(64) float correction_lanes[16];
+  Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(cur.max - *new_max)));
+  const float correction = cur.max == -INFINITY ? 0.0f : correction_lanes[0];
+  const V m = Isa::set1(*new_max);
+  Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
+  Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
+  for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
+  const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
+  cur.sum = cur.sum * correction + tile_sum;
+  return correction;
+}
+
 // One tile of keys for one head: scores, the online-softmax rescale, the weighted values, into the current segment's
 // state. This sequence of operations, tile after tile of a segment in logical order, is the kernel's definition:
 // however jobs group heads, sequences or segments, each head runs exactly it.
@@ -234,21 +258,8 @@ void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>
     }
     Isa::store(scores + i0, Isa::mul(Isa::reduce_sum16(d), scale));
   }
-  for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
-  const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
-  const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
-  // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
-  const float new_max = std::max(cur.max, tile_max);
-  float correction_lanes[16];
-  Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(cur.max - new_max)));
-  const float correction = cur.max == -INFINITY ? 0.0f : correction_lanes[0];
-  const V m = Isa::set1(new_max);
-  Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
-  Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
-  for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
-  const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
-  cur.sum = cur.sum * correction + tile_sum;
-  const V c = Isa::set1(correction);
+  float new_max;
+  const V c = Isa::set1(softmax_tile<Isa>(scores, weights, n, cur, &new_max));
   for (int j = 0; j < nv; ++j) acc[j] = Isa::mul(acc[j], c);
   for (int32_t i = 0; i < n; ++i) {
     const uint8_t* v = rows.v[i];
@@ -387,7 +398,7 @@ struct WholeSlotScratch {
   std::vector<Products> products;  // [head] 16 keys' lane-wise products
   std::vector<Vectors> acc;        // [head] the values being accumulated
   std::vector<float> scores, weights;  // [head][kKeyTile]
-  std::vector<float> correction, new_max;  // [head]
+  std::vector<float> new_max;  // [head] the tile's new maximum, set after the values
 };
 
 template <class Isa, int kVecs, KvDtype kT>
@@ -405,7 +416,6 @@ void run_tiles_whole_slots(const PagedAttentionArgs& a, int32_t seq, int32_t key
   w.acc.resize(H);
   w.scores.resize(static_cast<size_t>(H) * kKeyTile);
   w.weights.resize(static_cast<size_t>(H) * kKeyTile);
-  w.correction.resize(H);
   w.new_max.resize(H);
   auto lanes = [&](int j) { return kVecs > 0 ? 16 : std::min(16, D - 16 * j); };
   const V scale = Isa::set1(a.scale);
@@ -442,22 +452,8 @@ void run_tiles_whole_slots(const PagedAttentionArgs& a, int32_t seq, int32_t key
       float* scores = &w.scores[static_cast<size_t>(h) * kKeyTile];
       float* weights = &w.weights[static_cast<size_t>(h) * kKeyTile];
       Partial<Isa>& cur = states[h].cur;
-      for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
-      const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
-      const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
-      const float new_max = std::max(cur.max, tile_max);
-      alignas(64) float correction_lanes[16];
-      Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(cur.max - new_max)));
-      const float correction = cur.max == -INFINITY ? 0.0f : correction_lanes[0];
-      const V m = Isa::set1(new_max);
-      Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
-      Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
-      for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
-      const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
-      cur.sum = cur.sum * correction + tile_sum;
-      const V c = Isa::set1(correction);
+      const V c = Isa::set1(softmax_tile<Isa>(scores, weights, n, cur, &w.new_max[h]));
       for (int j = 0; j < nv; ++j) w.acc[h].v[j] = Isa::mul(cur.acc[j], c);
-      w.new_max[h] = new_max;
     }
     // Values: per key, in address order, every KV head's V row converted once and weighted into each of its heads.
     for (int32_t i = 0; i < n; ++i) {
