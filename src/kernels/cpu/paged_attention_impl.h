@@ -329,8 +329,9 @@ void stage_tile(const PagedAttentionArgs& a, const TileRows& rows, float* k_f32,
 // of the KV heads kvh .. kvh + n_kvh - 1), whose keys start at key_begin (segments count from there; `from -
 // key_begin` is a multiple of kKeyTile). With several heads of a KV head and a stored type other than f32, each
 // tile is staged as f32 once for all of them. Several KV heads go tile by tile, every KV head of a tile before the
-// next tile: a slot stores its KV heads side by side, so the tile's rows are then read whole and in address order
-// (a KV head at a time, a job reads head_dim values out of every n_kv_heads * head_dim, scattered over the pool).
+// next tile, so a tile's slots (which store their KV heads side by side) are read whole while they are in cache,
+// and each KV head's rows of the next tile are prefetched while it steps this one (one KV head over all the keys
+// would read head_dim values out of every n_kv_heads * head_dim, a stride no prefetcher runs ahead of).
 template <class Isa, int kVecs, KvDtype kT>
 void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t key_begin, int32_t from,
                int32_t n_keys, HeadState<Isa>* states, int count, int n_kvh = 1) {
