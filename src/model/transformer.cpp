@@ -140,8 +140,11 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
   // Each token's rotary angles, once for all layers (rope_apply's own values: the bits of computing them per layer).
   const int64_t rope_half = hp.rope.n_rot / 2;
   if (!learned_positions)
-    for (int64_t t = 0; t < T; ++t)
-      rope_angles(hp.rope, batch.positions[t], ws.rope_cos.data() + t * rope_half, ws.rope_sin.data() + t * rope_half);
+    pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        rope_angles(hp.rope, batch.positions[t], ws.rope_cos.data() + t * rope_half,
+                    ws.rope_sin.data() + t * rope_half);
+    });
 
   // Writes this step's K/V to their slots, then attends through the block table (in-step keys included).
   // (Stored in the cache's type: the attention reads the stored values, this step's keys included.)

@@ -383,7 +383,7 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
 
 // A decode query's tiles over every head of the model at once (a whole-slot job of collect_group_jobs, used when
 // every KV head has one query head): the keys [from, n_keys) of one sequence, states [n_heads] (head h reads KV
-// head h / group). Every head runs exactly tile_step's operations, in its order, but a tile's K and V are read slot
+// head h). Every head runs exactly tile_step's operations, in its order, but a tile's K and V are read slot
 // after slot, each slot's row of every KV head whole, in address order: first every head's per-key products (kept,
 // 16 keys at a time, for reduce_sum16), then each head's softmax, then every head's weighted values key by key
 // (each head's accumulators, kept in memory, still walk the keys in order). Against run_tiles' KV head at a time:
@@ -408,7 +408,7 @@ void run_tiles_whole_slots(const PagedAttentionArgs& a, int32_t seq, int32_t key
   using V = typename Isa::V;
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
   const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
-  const int H = a.n_heads, G = a.n_heads / a.n_kv_heads;
+  const int H = a.n_heads;  // == a.n_kv_heads
   const int64_t hb = kv_bytes(kT, D);
   const int32_t* table = a.block_table + static_cast<int64_t>(seq) * a.max_blocks;
   int32_t block_index = from / a.block_size, offset = from % a.block_size;
@@ -426,25 +426,16 @@ void run_tiles_whole_slots(const PagedAttentionArgs& a, int32_t seq, int32_t key
       for (int h = 0; h < H; ++h) close_segment<Isa>(states[h], nv);
     locate_tile(a, table, a.n_kv_heads * hb, 0, std::min(kKeyTile, n_keys - t0), block_index, offset, rows);
     const int32_t n = rows.n;
-    // Scores: per key, in address order, every KV head's K row converted once and multiplied into each of its heads.
+    // Scores: per key, in address order, every head's products with its K row (lanes summed below).
     for (int32_t i0 = 0; i0 < n; i0 += 16) {
-      for (int32_t i = 0; i < 16; ++i) {
-        if (i0 + i >= n) {
-          for (int h = 0; h < H; ++h) w.products[h].d[i] = Isa::zero();
-          continue;
+      for (int32_t i = 0; i < 16; ++i)
+        for (int h = 0; h < H; ++h) {
+          V d = Isa::zero();
+          if (i0 + i < n)
+            for (int j = 0; j < nv; ++j)
+              d = Isa::fma(states[h].q[j], load_kv<Isa, kT>(rows.k[i0 + i] + h * hb, j, lanes(j)), d);
+          w.products[h].d[i] = d;
         }
-        const uint8_t* k_row = rows.k[i0 + i];
-        for (int kvh = 0; kvh < a.n_kv_heads; ++kvh) {
-          V kv[kMaxHeadVecs];
-          for (int j = 0; j < nv; ++j) kv[j] = load_kv<Isa, kT>(k_row + kvh * hb, j, lanes(j));
-          for (int g = 0; g < G; ++g) {
-            const int h = kvh * G + g;
-            V d = Isa::zero();
-            for (int j = 0; j < nv; ++j) d = Isa::fma(states[h].q[j], kv[j], d);
-            w.products[h].d[i] = d;
-          }
-        }
-      }
       for (int h = 0; h < H; ++h)
         Isa::store(&w.scores[static_cast<size_t>(h) * kKeyTile + i0], Isa::mul(Isa::reduce_sum16(w.products[h].d), scale));
     }
@@ -456,19 +447,13 @@ void run_tiles_whole_slots(const PagedAttentionArgs& a, int32_t seq, int32_t key
       const V c = Isa::set1(softmax_tile<Isa>(scores, weights, n, cur, &w.new_max[h]));
       for (int j = 0; j < nv; ++j) w.acc[h].v[j] = Isa::mul(cur.acc[j], c);
     }
-    // Values: per key, in address order, every KV head's V row converted once and weighted into each of its heads.
-    for (int32_t i = 0; i < n; ++i) {
-      const uint8_t* v_row = rows.v[i];
-      for (int kvh = 0; kvh < a.n_kv_heads; ++kvh) {
-        V vv[kMaxHeadVecs];
-        for (int j = 0; j < nv; ++j) vv[j] = load_kv<Isa, kT>(v_row + kvh * hb, j, lanes(j));
-        for (int g = 0; g < G; ++g) {
-          const int h = kvh * G + g;
-          const V wt = Isa::set1(w.weights[static_cast<size_t>(h) * kKeyTile + i]);
-          for (int j = 0; j < nv; ++j) w.acc[h].v[j] = Isa::fma(wt, vv[j], w.acc[h].v[j]);
-        }
+    // Values: per key, in address order, every head's V row weighted into its accumulators.
+    for (int32_t i = 0; i < n; ++i)
+      for (int h = 0; h < H; ++h) {
+        const V wt = Isa::set1(w.weights[static_cast<size_t>(h) * kKeyTile + i]);
+        for (int j = 0; j < nv; ++j)
+          w.acc[h].v[j] = Isa::fma(wt, load_kv<Isa, kT>(rows.v[i] + h * hb, j, lanes(j)), w.acc[h].v[j]);
       }
-    }
     for (int h = 0; h < H; ++h) {
       Partial<Isa>& cur = states[h].cur;
       cur.max = w.new_max[h];
@@ -508,7 +493,7 @@ void run_job(const PagedAttentionArgs& a, const Job& job, const std::vector<Job>
     // tile staged once for its heads (run_tiles), which measured faster for SmolLM2's groups of 3 (1142-1186
     // against 1176-1184 tok/s, 16-way decode) and slower without groups (the 134M F16 model: 1052-1074 against
     // 1092-1121), on Zen 5, AVX-512.
-    if (G == 1 && job.kv_head_count == a.n_kv_heads)
+    if (G == 1)
       run_tiles_whole_slots<Isa, kVecs, kT>(a, job.seq, job.key_begin, from, to, states.data());
     else
       run_tiles<Isa, kVecs, kT>(a, job.seq, kvh, job.key_begin, from, to, states.data(), G, job.kv_head_count);

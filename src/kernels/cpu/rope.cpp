@@ -38,20 +38,9 @@ void rope_apply_angles(const RopeParams& p, const float* cos, const float* sin, 
 }
 
 void rope_apply(const RopeParams& p, int64_t position, int64_t n_heads, int64_t head_dim, float* x) {
-  constexpr int64_t kStackHalf = 128;  // n_rot <= head_dim <= 256 for the attention kernels
-  const int64_t half = p.n_rot / 2;
-  float cos_stack[kStackHalf], sin_stack[kStackHalf];
-  std::vector<float> cos_heap, sin_heap;
-  float* cos = cos_stack;
-  float* sin = sin_stack;
-  if (half > kStackHalf) {
-    cos_heap.resize(half);
-    sin_heap.resize(half);
-    cos = cos_heap.data();
-    sin = sin_heap.data();
-  }
-  rope_angles(p, position, cos, sin);
-  rope_apply_angles(p, cos, sin, n_heads, head_dim, x);
+  std::vector<float> cos(p.n_rot / 2), sin(p.n_rot / 2);  // off the forward pass (which keeps its own angles)
+  rope_angles(p, position, cos.data(), sin.data());
+  rope_apply_angles(p, cos.data(), sin.data(), n_heads, head_dim, x);
 }
 
 }  // namespace pagoda
