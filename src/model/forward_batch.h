@@ -95,4 +95,9 @@ struct SingleSequenceBatch {
 // gathers each sequence's K/V first (for benchmarks and cross-checks).
 enum class AttentionImpl { kFused, kReference };
 
+// How the forward spreads a step over the thread pool: kAuto runs small batches as one parallel region with barriers
+// (model/transformer_team.h) and the rest as a region per matmul; kRegionPerStep always takes the latter (tests and
+// benchmarks compare the two; the bits are the same).
+enum class ForwardSchedule { kAuto, kRegionPerStep };
+
 }  // namespace pagoda

@@ -11,6 +11,7 @@
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
+#include "model/transformer_team.h"
 #include "util/memory_budget.h"
 
 namespace pagoda {
@@ -34,7 +35,8 @@ void TransformerWorkspace::reserve(const ModelHParams& hp, int64_t T) {
 }
 
 Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, const KvStorage& kv, TransformerWorkspace& ws,
-                           ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl) {
+                           ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl,
+                           ForwardSchedule schedule) {
   const ModelHParams& hp = model.hparams();
   const ModelWeights& w = model.weights();
   const int64_t T = static_cast<int64_t>(batch.tokens.size());
@@ -145,6 +147,12 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
         rope_angles(hp.rope, batch.positions[t], ws.rope_cos.data() + t * rope_half,
                     ws.rope_sin.data() + t * rope_half);
     });
+
+  if (schedule == ForwardSchedule::kAuto && transformer_team_applies(model, batch, T, impl)) {
+    logits.resize(static_cast<size_t>(batch.logit_rows.size() * hp.n_vocab));
+    transformer_forward_team(model, batch, kv, ws, pool, args, logits);
+    return Status::success();
+  }
 
   // Writes this step's K/V to their slots, then attends through the block table (in-step keys included).
   // (Stored in the cache's type: the attention reads the stored values, this step's keys included.)

@@ -31,14 +31,18 @@ struct TransformerWorkspace {
   std::vector<float> rope_sin;      // [T, n_rot / 2]
   SingleSequenceBatch single;       // the single-sequence wrapper's metadata
   std::vector<int32_t> kv_begin;    // [num_seqs] one layer's first attended key per sequence (layer mask)
+  std::vector<float> attention_scratch;  // split-KV decode's saved states, shared by the threads of a region
   void reserve(const ModelHParams& hp, int64_t num_tokens);
 };
 
 // Runs one batch: writes every token's K/V to its slot, attends through the block table, and returns the logits
 // of batch.logit_rows in `logits` ([logit_rows.size(), n_vocab]). Each output row is bitwise independent of the
 // rest of the batch: the matmuls, norms and attention reduce in a fixed order per token.
+// Small batches (decode) run as one parallel region (model/transformer_team.h) unless `schedule` says otherwise;
+// both schedules give the same bits.
 Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, const KvStorage& kv, TransformerWorkspace& ws,
-                           ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl = AttentionImpl::kFused);
+                           ThreadPool& pool, std::vector<float>& logits, AttentionImpl impl = AttentionImpl::kFused,
+                           ForwardSchedule schedule = ForwardSchedule::kAuto);
 
 // The single-sequence path: runs `tokens` at positions kv.length() .. kv.length() + T - 1 and appends their K/V to kv.
 // logits receives [T, n_vocab] when all_logits, else [1, n_vocab] for the last token.

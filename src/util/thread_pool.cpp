@@ -24,7 +24,7 @@ int ThreadPool::default_num_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)), barrier_flags_(num_threads_) {
   workers_.reserve(num_threads_ - 1);
   for (int tid = 1; tid < num_threads_; ++tid) workers_.emplace_back([this, tid] { worker_loop(tid); });
 }
@@ -40,6 +40,9 @@ void ThreadPool::run_raw(RawFn fn, void* ctx) {
   fn_ = fn;
   ctx_ = ctx;
   first_error_ = nullptr;
+  // No worker is running now: the barrier counts start again from zero (a failed run may have left them apart).
+  for (BarrierFlag& f : barrier_flags_) f.arrivals.store(0, std::memory_order_relaxed);
+  run_failed_.store(false, std::memory_order_relaxed);
   if (num_threads_ == 1) {
     fn(ctx, 0);  // an exception propagates directly: there is no other thread to wait for
     return;
@@ -62,12 +65,36 @@ void ThreadPool::run_raw(RawFn fn, void* ctx) {
   }
 }
 
+namespace {
+// Thrown by barrier() in the threads that wait for one that threw; never the run's reported error.
+struct RunFailed {};
+}  // namespace
+
 void ThreadPool::call_catching(int tid) {
   try {
     fn_(ctx_, tid);
+  } catch (const RunFailed&) {
+    // another thread's exception is the one to report
   } catch (...) {
+    run_failed_.store(true, std::memory_order_release);
     std::lock_guard<std::mutex> lock(error_mutex_);
     if (!first_error_) first_error_ = std::current_exception();
+  }
+}
+
+void ThreadPool::barrier(int tid) {
+  if (num_threads_ == 1) return;
+  const uint64_t mine = barrier_flags_[tid].arrivals.load(std::memory_order_relaxed) + 1;
+  barrier_flags_[tid].arrivals.store(mine, std::memory_order_release);
+  for (int other = 0; other < num_threads_; ++other) {
+    if (other == tid) continue;
+    for (uint32_t spins = 1; barrier_flags_[other].arrivals.load(std::memory_order_acquire) < mine; ++spins) {
+      if (run_failed_.load(std::memory_order_acquire)) throw RunFailed{};
+      if (spins % kYieldEvery == 0)
+        std::this_thread::yield();
+      else
+        PAGODA_CPU_RELAX();
+    }
   }
 }
 

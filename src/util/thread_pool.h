@@ -31,6 +31,13 @@ class ThreadPool {
             const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
+  // Inside run(): returns once every thread of the run has called barrier() as many times as this one (so writes
+  // made before it are visible to every thread after it). Every thread must call it the same number of times per
+  // run. A spin on per-thread flags: with all threads already running it costs one cache-line hop, where a new
+  // run() costs two (the start signal, then the finish). If another thread of the run threw, it throws too (the
+  // run then rethrows the first exception), so a failing thread cannot leave the others waiting.
+  void barrier(int tid);
+
   // Splits [0, n) into num_threads() contiguous ranges, in order, and calls fn(begin, end) for each non-empty one.
   // A single item runs on the calling thread (no dispatch, no other thread to wait for).
   template <typename F>
@@ -85,6 +92,11 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+  struct alignas(64) BarrierFlag {
+    std::atomic<uint64_t> arrivals{0};  // barriers this thread has reached in the current run
+  };
+  std::vector<BarrierFlag> barrier_flags_;  // [num_threads_], reset at the start of every run
+  std::atomic<bool> run_failed_{false};     // a thread of the current run threw: barriers stop waiting
   std::mutex error_mutex_;            // guards first_error_ (taken only when a job throws)
   std::exception_ptr first_error_;    // the first exception of the current run, rethrown by run_raw
 };

@@ -138,10 +138,8 @@ void integer_dot_groups(const WeightMatrix& w, const QuantKernels& k, const uint
 }
 
 // Row groups handed to threads: packed groups of kPackRows, else kRowGroup rows.
-int64_t num_groups(const WeightMatrix& w) {
-  const int64_t rows = w.packed ? kPackRows : kRowGroup;
-  return (w.rows + rows - 1) / rows;
-}
+int64_t group_rows(const WeightMatrix& w) { return w.packed ? kPackRows : kRowGroup; }
+int64_t num_groups(const WeightMatrix& w) { return (w.rows + group_rows(w) - 1) / group_rows(w); }
 
 // Weights over a batch of tokens are compute-bound: their row groups are handed out dynamically, a few at a
 // time, so that a thread slowed down by something else does not keep the other waiting at the end of the region
@@ -226,6 +224,38 @@ void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const flo
       if (b < e) integer_dot_groups(*w[i], k[i], xq, x_bytes, num_tokens, y[i], b - first_group[i], e - first_group[i]);
     }
   });
+}
+
+bool matmul_splits_rows_statically(int64_t num_tokens) { return num_tokens < kDynamicMinTokens; }
+
+MatmulInput matmul_prepare(const WeightMatrix& w, const float* x, int64_t num_tokens, std::vector<uint8_t>& scratch) {
+  MatmulInput in;
+  in.x = x;
+  in.num_tokens = num_tokens;
+  if (!uses_integer_dot(w.type)) return in;
+  const ActivationFormat format = activation_format(w.type);
+  const QuantKernels k = quant_kernels(w.type, active_isa().isa);
+  in.x_bytes = activation_row_bytes(format, w.cols);
+  scratch.resize(static_cast<size_t>(num_tokens) * in.x_bytes);
+  for (int64_t t = 0; t < num_tokens; ++t) k.quantize(x + t * w.cols, w.cols, scratch.data() + t * in.x_bytes);
+  in.xq = scratch.data();
+  return in;
+}
+
+bool matmul_shares_input(const WeightMatrix& a, const WeightMatrix& b) {
+  if (a.cols != b.cols || uses_integer_dot(a.type) != uses_integer_dot(b.type)) return false;
+  return !uses_integer_dot(a.type) || activation_format(a.type) == activation_format(b.type);
+}
+
+int64_t matmul_row_granule(const WeightMatrix& w) { return uses_integer_dot(w.type) ? group_rows(w) : 1; }
+
+void matmul_rows(const WeightMatrix& w, const MatmulInput& in, float* y, int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end) return;
+  if (!uses_integer_dot(w.type)) return active_isa().fn(w, in.x, in.num_tokens, y, row_begin, row_end);
+  const int64_t g = group_rows(w);
+  assert(row_begin % g == 0 && (row_end % g == 0 || row_end == w.rows));
+  integer_dot_groups(w, quant_kernels(w.type, active_isa().isa), in.xq, in.x_bytes, in.num_tokens, y, row_begin / g,
+                     (row_end + g - 1) / g);
 }
 
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out) { dequantize(w.type, w.row(r), w.cols, out); }

@@ -5,7 +5,9 @@
 // count. So a token's result is bitwise identical whether it is computed alone or inside a batch.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/weight_matrix.h"
 #include "util/thread_pool.h"
@@ -20,6 +22,27 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
 // region over all their rows; anything else runs as separate matmul calls.
 void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const float* x, int64_t num_tokens,
                  ThreadPool& pool);
+
+// One thread's share of a matmul inside a pool.run region (model/transformer_team.h): each thread prepares the
+// activations itself, then computes any rows, with bitwise the values matmul gives them.
+struct MatmulInput {
+  const float* x = nullptr;     // [num_tokens, cols] f32: what float weights read
+  const uint8_t* xq = nullptr;  // [num_tokens, x_bytes] quantized for an integer-dot weight type, else nullptr
+  size_t x_bytes = 0;
+  int64_t num_tokens = 0;
+};
+// Prepares x ([num_tokens, w.cols]) for w's kernels, using `scratch` (the calling thread's own) for quantized rows.
+MatmulInput matmul_prepare(const WeightMatrix& w, const float* x, int64_t num_tokens, std::vector<uint8_t>& scratch);
+// Whether matmul gives each thread one contiguous range of rows for a batch of num_tokens tokens (small batches:
+// they stream the weights from memory), rather than handing rows out dynamically (compute-bound batches).
+bool matmul_splits_rows_statically(int64_t num_tokens);
+// Whether an input prepared for `a` serves `b` too (same columns, same activation format).
+bool matmul_shares_input(const WeightMatrix& a, const WeightMatrix& b);
+// The rows w's kernels take at a time: row ranges given to matmul_rows start at a multiple of it.
+int64_t matmul_row_granule(const WeightMatrix& w);
+// y[t, r] for rows [row_begin, row_end) of w and every token of `in` (y: [num_tokens, w.rows]). row_begin is a
+// multiple of matmul_row_granule(w), and so is row_end unless it is w.rows.
+void matmul_rows(const WeightMatrix& w, const MatmulInput& in, float* y, int64_t row_begin, int64_t row_end);
 
 // Converts row r of w to f32: out [w.cols]. Used for embedding lookups.
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out);

@@ -151,6 +151,11 @@ void paged_attention_portable(const PagedAttentionArgs& a, ThreadPool& pool) {
   attention_impl::paged_attention_with<Portable>(a, pool);
 }
 
+void paged_attention_region_portable(const PagedAttentionArgs& a, ThreadPool& pool, int tid,
+                                     std::vector<float>& scratch) {
+  attention_impl::paged_attention_region_with<Portable>(a, pool, tid, scratch);
+}
+
 bool paged_attention_isa(const PagedAttentionArgs& a, ThreadPool& pool, const char* isa) {
   if (!cpu_supports(isa)) return false;
   kernel_for(isa)(a, pool);
@@ -160,6 +165,17 @@ bool paged_attention_isa(const PagedAttentionArgs& a, ThreadPool& pool, const ch
 void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool) {
   static const KernelFn kernel = detect();
   kernel(a, pool);
+}
+
+void paged_attention_in_region(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch) {
+  using RegionFn = void (*)(const PagedAttentionArgs&, ThreadPool&, int, std::vector<float>&);
+  static const RegionFn kernel = [] {
+    const char* isa = kernel_isa_name(default_kernel_isa());
+    if (std::strcmp(isa, "avx512") == 0) return RegionFn{paged_attention_region_avx512};
+    if (std::strcmp(isa, "avx2") == 0) return RegionFn{paged_attention_region_avx2};
+    return RegionFn{paged_attention_region_portable};
+  }();
+  kernel(a, pool, tid, scratch);
 }
 
 }  // namespace pagoda

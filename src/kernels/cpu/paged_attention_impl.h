@@ -748,48 +748,54 @@ void for_each_job(const PagedAttentionArgs& a, ThreadPool& pool, Fn&& fn) {
   });
 }
 
+// One thread's part of the fused kernel, inside a pool.run region whose every thread calls it with the same
+// arguments: each thread plans the same jobs, runs every num_threads()-th of them, and (split-KV) folds its share of
+// the split heads after a barrier. `scratch` is one buffer for the whole region (split-KV's saved states).
 template <class Isa, KvDtype kT>
-void paged_attention_typed(const PagedAttentionArgs& a, ThreadPool& pool) {
-  auto run_all = [&](auto job_fn, auto fold_fn) {
+void paged_attention_region_typed(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch) {
+  auto run_share = [&](auto job_fn, auto fold_fn) {
     thread_local std::vector<Job> jobs, members;
     thread_local std::vector<SplitUnit> units;
-    thread_local std::vector<float> scratch;  // [saved state][16 * vectors + 2] of split-KV jobs
     const int nt = pool.num_threads();
     collect_group_jobs(a, nt, jobs, members);
     int64_t states = 0;
     split_long_jobs(a, nt, jobs, units, &states);
-    const int64_t stride = 16 * ((a.head_dim + 15) / 16) + 2;
-    if (static_cast<int64_t>(scratch.size()) < states * stride) scratch.resize(states * stride);
-    const std::vector<Job>& all = jobs;
-    const std::vector<Job>& cascade_members = members;
+    const int64_t stride = 16 * ((a.head_dim + 15) / 16) + 2;  // [saved state][16 * vectors + 2]
+    if (!units.empty()) {  // (every thread takes this branch or none)
+      if (tid == 0 && static_cast<int64_t>(scratch.size()) < states * stride) scratch.resize(states * stride);
+      pool.barrier(tid);
+    }
     float* saved = scratch.data();
-    pool.run([&](int tid) {
-      for (size_t j = tid; j < all.size(); j += nt) job_fn(a, all[j], cascade_members, saved, stride);
-    });
+    for (size_t j = tid; j < jobs.size(); j += nt) job_fn(a, jobs[j], members, saved, stride);
     if (units.empty()) return;
-    const std::vector<SplitUnit>& split = units;
-    pool.run([&](int tid) {
-      int64_t i = 0;
-      for (const SplitUnit& u : split)
-        for (int g = 0; g < u.head_count; ++g, ++i)
-          if (i % nt == tid) fold_fn(a, u, g, saved, stride);
-    });
+    pool.barrier(tid);
+    int64_t i = 0;
+    for (const SplitUnit& u : units)
+      for (int g = 0; g < u.head_count; ++g, ++i)
+        if (i % nt == tid) fold_fn(a, u, g, saved, stride);
   };
   switch (a.head_dim) {
-    case 64: return run_all(run_job<Isa, 4, kT>, fold_split<Isa, 4>);
-    case 128: return run_all(run_job<Isa, 8, kT>, fold_split<Isa, 8>);
-    default: return run_all(run_job<Isa, 0, kT>, fold_split<Isa, 0>);
+    case 64: return run_share(run_job<Isa, 4, kT>, fold_split<Isa, 4>);
+    case 128: return run_share(run_job<Isa, 8, kT>, fold_split<Isa, 8>);
+    default: return run_share(run_job<Isa, 0, kT>, fold_split<Isa, 0>);
+  }
+}
+
+template <class Isa>
+void paged_attention_region_with(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch) {
+  switch (a.kv_dtype) {
+    case KvDtype::kF32: return paged_attention_region_typed<Isa, KvDtype::kF32>(a, pool, tid, scratch);
+    case KvDtype::kF16: return paged_attention_region_typed<Isa, KvDtype::kF16>(a, pool, tid, scratch);
+    case KvDtype::kBF16: return paged_attention_region_typed<Isa, KvDtype::kBF16>(a, pool, tid, scratch);
+    case KvDtype::kQ8_0: return paged_attention_region_typed<Isa, KvDtype::kQ8_0>(a, pool, tid, scratch);
   }
 }
 
 template <class Isa>
 void paged_attention_with(const PagedAttentionArgs& a, ThreadPool& pool) {
-  switch (a.kv_dtype) {
-    case KvDtype::kF32: return paged_attention_typed<Isa, KvDtype::kF32>(a, pool);
-    case KvDtype::kF16: return paged_attention_typed<Isa, KvDtype::kF16>(a, pool);
-    case KvDtype::kBF16: return paged_attention_typed<Isa, KvDtype::kBF16>(a, pool);
-    case KvDtype::kQ8_0: return paged_attention_typed<Isa, KvDtype::kQ8_0>(a, pool);
-  }
+  thread_local std::vector<float> scratch;
+  std::vector<float>& shared = scratch;  // the calling thread's, for every thread of the region
+  pool.run([&](int tid) { paged_attention_region_with<Isa>(a, pool, tid, shared); });
 }
 
 }  // namespace pagoda::attention_impl

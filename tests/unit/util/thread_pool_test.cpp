@@ -84,4 +84,48 @@ TEST(ThreadPool, ExceptionsOnEveryThreadRethrowExactlyOne) {
   EXPECT_EQ(covered.load(), 100);
 }
 
+TEST(ThreadPool, BarrierMakesEveryThreadsWritesVisibleToAllAfterIt) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    constexpr int kPhases = 200;
+    std::vector<int> slot(threads, -1);  // plain ints: the barrier alone orders them
+    std::atomic<int> wrong{0};
+    for (int round = 0; round < 3; ++round) {
+      pool.run([&](int tid) {
+        for (int phase = 0; phase < kPhases; ++phase) {
+          slot[tid] = phase;
+          pool.barrier(tid);
+          for (int other = 0; other < threads; ++other)
+            if (slot[other] != phase) wrong++;
+          pool.barrier(tid);  // nobody writes the next phase before every thread has read this one
+        }
+      });
+    }
+    EXPECT_EQ(wrong.load(), 0) << threads << " threads";
+  }
+}
+
+TEST(ThreadPool, AThreadThrowingBeforeABarrierReleasesTheOthersAndTheRunRethrowsItsError) {
+  ThreadPool pool(3);
+  for (int thrower : {0, 1, 2}) {
+    try {
+      pool.run([&](int tid) {
+        if (tid == thrower) throw std::runtime_error("thread " + std::to_string(tid));
+        pool.barrier(tid);  // would wait forever for the thread that threw
+        pool.barrier(tid);
+      });
+      ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "thread " + std::to_string(thrower));
+    }
+    // The pool is usable afterwards, barriers included (their counts start again).
+    std::atomic<int> passed{0};
+    pool.run([&](int tid) {
+      pool.barrier(tid);
+      passed++;
+    });
+    EXPECT_EQ(passed.load(), 3);
+  }
+}
+
 }  // namespace pagoda

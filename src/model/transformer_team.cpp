@@ -1,0 +1,216 @@
+#include "model/transformer_team.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "kernels/cpu/activations.h"
+#include "kernels/cpu/kv_store.h"
+#include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/rope.h"
+
+namespace pagoda {
+namespace {
+
+// Share tid of nt of [0, units), in order: [units * tid / nt, units * (tid + 1) / nt).
+struct Range {
+  int64_t begin, end;
+};
+Range share(int64_t units, int tid, int nt) { return {units * tid / nt, units * (tid + 1) / nt}; }
+
+// This thread's share of `rows` rows, in whole granules (the last share ends at `rows`).
+Range row_share(int64_t rows, int64_t granule, int tid, int nt) {
+  const Range g = share((rows + granule - 1) / granule, tid, nt);
+  return {std::min(rows, g.begin * granule), std::min(rows, g.end * granule)};
+}
+
+// One thread's activations prepared for up to three matrices that read the same input (a shared preparation where
+// the formats agree).
+struct PreparedInputs {
+  std::vector<uint8_t> scratch[3];
+  MatmulInput in[3];
+  void prepare(const WeightMatrix* const* w, int n, const float* x, int64_t num_tokens) {
+    for (int i = 0; i < n; ++i) {
+      int same = -1;
+      for (int j = 0; j < i && same < 0; ++j)
+        if (matmul_shares_input(*w[j], *w[i])) same = j;
+      in[i] = same >= 0 ? in[same] : matmul_prepare(*w[i], x, num_tokens, scratch[i]);
+    }
+  }
+};
+
+// y[t, r] += b[r] for rows [r.begin, r.end) of every token (y: [num_tokens, width]); nothing when b is empty.
+void add_bias_rows(float* y, const std::vector<float>& b, int64_t num_tokens, int64_t width, Range r) {
+  if (b.empty()) return;
+  for (int64_t t = 0; t < num_tokens; ++t)
+    for (int64_t i = r.begin; i < r.end; ++i) y[t * width + i] += b[i];
+}
+
+}  // namespace
+
+bool transformer_team_applies(const Model& model, const ForwardBatch& batch, int64_t num_tokens, AttentionImpl impl) {
+  if (impl != AttentionImpl::kFused || !matmul_splits_rows_statically(num_tokens)) return false;
+  if (batch.probe_mass != nullptr || batch.attention_override != nullptr || batch.query_capture != nullptr ||
+      !batch.hidden_prefix.empty())
+    return false;
+  const ModelHParams& hp = model.hparams();
+  for (const LayerWeights& l : model.weights().layers)
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv})
+      if (hp.head_dim % matmul_row_granule(*w) != 0) return false;
+  return true;
+}
+
+void transformer_forward_team(const Model& model, const ForwardBatch& batch, const KvStorage& kv,
+                              TransformerWorkspace& ws, ThreadPool& pool, const PagedAttentionArgs& args,
+                              std::vector<float>& logits) {
+  const ModelHParams& hp = model.hparams();
+  const ModelWeights& w = model.weights();
+  const ArchSpec& spec = *hp.spec;
+  const int64_t T = static_cast<int64_t>(batch.tokens.size());
+  const int64_t E = hp.n_embd, QD = hp.q_dim(), KVD = hp.kv_dim(), HD = hp.head_dim, FF = hp.n_ff;
+  const int64_t n_head = hp.n_head, n_kv = hp.n_head_kv;
+  const int64_t rope_half = hp.rope.n_rot / 2;
+  const bool rotary = spec.positions != PositionKind::kLearned;
+  const int64_t slot_bytes = kv_bytes(kv.dtype, KVD), head_bytes = kv_bytes(kv.dtype, HD);
+  const int64_t n_rows = static_cast<int64_t>(batch.logit_rows.size());
+  const int nt = pool.num_threads();
+  std::vector<float>& attention_scratch = ws.attention_scratch;
+
+  pool.run([&](int tid) {
+    thread_local std::vector<float> xn;  // [T, E] this thread's normalised input of a sub-layer
+    thread_local PreparedInputs prepared;
+    xn.resize(static_cast<size_t>(std::max(T, n_rows) * E));
+    auto norm = [&](const float* x, const std::vector<float>& weight, const std::vector<float>& bias, int64_t rows) {
+      if (spec.norm == NormKind::kLayer)
+        layer_norm(x, weight.data(), bias.data(), rows, E, hp.norm_eps, xn.data());
+      else
+        rms_norm(x, weight.data(), rows, E, hp.norm_eps, xn.data());
+    };
+    // Heads [0, n_head) are Q's, then K's, then V's: this thread's share of them, whole. Where they do not divide
+    // evenly the first threads take the extra heads: the last ones rotate and store the K/V.
+    const int64_t units = n_head + 2 * n_kv;
+    const Range heads{(units * tid + nt - 1) / nt, (units * (tid + 1) + nt - 1) / nt};
+    auto heads_of = [&](int64_t first, int64_t count) {  // this thread's heads of one matrix, counted from its first
+      return Range{std::clamp(heads.begin - first, int64_t{0}, count),
+                   std::clamp(heads.end - first, int64_t{0}, count)};
+    };
+    const Range qh = heads_of(0, n_head), kh = heads_of(n_head, n_kv), vh = heads_of(n_head + n_kv, n_kv);
+
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      const LayerWeights& l = w.layers[il];
+      uint8_t* k_layer = kv.k_base + il * kv.layer_stride;
+      uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
+
+      // 1. Q, K, V of this thread's heads: biases, per-head norms, rotation, and the K/V stored to their slots.
+      norm(ws.x.data(), l.attn_norm, l.attn_norm_b, T);
+      {
+        const WeightMatrix* qkv[3] = {&l.wq, &l.wk, &l.wv};
+        prepared.prepare(qkv, 3, xn.data(), T);
+      }
+      matmul_rows(l.wq, prepared.in[0], ws.q.data(), qh.begin * HD, qh.end * HD);
+      matmul_rows(l.wk, prepared.in[1], ws.k.data(), kh.begin * HD, kh.end * HD);
+      matmul_rows(l.wv, prepared.in[2], ws.v.data(), vh.begin * HD, vh.end * HD);
+      add_bias_rows(ws.q.data(), l.bq, T, QD, {qh.begin * HD, qh.end * HD});
+      add_bias_rows(ws.k.data(), l.bk, T, KVD, {kh.begin * HD, kh.end * HD});
+      add_bias_rows(ws.v.data(), l.bv, T, KVD, {vh.begin * HD, vh.end * HD});
+      for (int64_t t = 0; t < T; ++t) {
+        float* q = ws.q.data() + t * QD + qh.begin * HD;
+        float* k = ws.k.data() + t * KVD + kh.begin * HD;
+        if (spec.qk_norm) {
+          rms_norm(q, l.q_norm.data(), qh.end - qh.begin, HD, hp.norm_eps, q);
+          rms_norm(k, l.k_norm.data(), kh.end - kh.begin, HD, hp.norm_eps, k);
+        }
+        if (rotary) {
+          const float* cos = ws.rope_cos.data() + t * rope_half;
+          const float* sin = ws.rope_sin.data() + t * rope_half;
+          rope_apply_angles(hp.rope, cos, sin, qh.end - qh.begin, HD, q);
+          rope_apply_angles(hp.rope, cos, sin, kh.end - kh.begin, HD, k);
+        }
+      }
+      for (int64_t h = kh.begin; h < kh.end; ++h)
+        kv_store_rows(kv.dtype, ws.k.data() + h * HD, KVD, T, HD, k_layer + h * head_bytes, slot_bytes,
+                      batch.slot_mapping.data());
+      for (int64_t h = vh.begin; h < vh.end; ++h)
+        kv_store_rows(kv.dtype, ws.v.data() + h * HD, KVD, T, HD, v_layer + h * head_bytes, slot_bytes,
+                      batch.slot_mapping.data());
+      pool.barrier(tid);
+
+      // 2. Attention: this thread's share of the kernel's jobs.
+      {
+        PagedAttentionArgs a = args;
+        a.k_cache = k_layer;
+        a.v_cache = v_layer;
+        paged_attention_in_region(a, pool, tid, attention_scratch);
+      }
+      pool.barrier(tid);
+
+      // 3. Output projection: this thread's rows, added into the residual (sequential) or kept (parallel).
+      float* attn_out = hp.parallel_residual ? ws.attn_proj.data() : ws.proj.data();
+      {
+        const Range r = row_share(E, matmul_row_granule(l.wo), tid, nt);
+        const MatmulInput in = matmul_prepare(l.wo, ws.attn.data(), T, prepared.scratch[0]);
+        matmul_rows(l.wo, in, attn_out, r.begin, r.end);
+        add_bias_rows(attn_out, l.bo, T, E, r);
+        if (!hp.parallel_residual)
+          for (int64_t t = 0; t < T; ++t)
+            add_in_place(ws.x.data() + t * E + r.begin, attn_out + t * E + r.begin, r.end - r.begin);
+      }
+      pool.barrier(tid);
+
+      // 4. Feed-forward: gate and up of the same rows, then SwiGLU on them (or up, its bias and GELU).
+      norm(ws.x.data(), l.ffn_norm, l.ffn_norm_b, T);
+      float* hidden = spec.mlp == MlpKind::kSwiGlu ? ws.gate.data() : ws.up.data();
+      if (spec.mlp == MlpKind::kSwiGlu) {
+        const WeightMatrix* gate_up[2] = {&l.w_gate, &l.w_up};
+        prepared.prepare(gate_up, 2, xn.data(), T);
+        const Range r = row_share(FF, std::lcm(matmul_row_granule(l.w_gate), matmul_row_granule(l.w_up)), tid, nt);
+        matmul_rows(l.w_gate, prepared.in[0], ws.gate.data(), r.begin, r.end);
+        matmul_rows(l.w_up, prepared.in[1], ws.up.data(), r.begin, r.end);
+        for (int64_t t = 0; t < T; ++t)
+          silu_mul(ws.gate.data() + t * FF + r.begin, ws.up.data() + t * FF + r.begin, r.end - r.begin);
+      } else {
+        const Range r = row_share(FF, matmul_row_granule(l.w_up), tid, nt);
+        const MatmulInput in = matmul_prepare(l.w_up, xn.data(), T, prepared.scratch[0]);
+        matmul_rows(l.w_up, in, ws.up.data(), r.begin, r.end);
+        add_bias_rows(ws.up.data(), l.b_up, T, FF, r);
+        for (int64_t t = 0; t < T; ++t) gelu(hp.gelu, ws.up.data() + t * FF + r.begin, r.end - r.begin);
+      }
+      pool.barrier(tid);
+
+      // 5. Down projection: this thread's rows, added into the residual.
+      {
+        const Range r = row_share(E, matmul_row_granule(l.w_down), tid, nt);
+        const MatmulInput in = matmul_prepare(l.w_down, hidden, T, prepared.scratch[0]);
+        matmul_rows(l.w_down, in, ws.proj.data(), r.begin, r.end);
+        add_bias_rows(ws.proj.data(), l.b_down, T, E, r);
+        for (int64_t t = 0; t < T; ++t) {
+          float* x = ws.x.data() + t * E;
+          const float* p = ws.proj.data() + t * E;
+          if (hp.parallel_residual) {
+            const float* a = ws.attn_proj.data() + t * E;
+            for (int64_t i = r.begin; i < r.end; ++i) x[i] = (p[i] + x[i]) + a[i];  // (mlp + x) + attn, as llama.cpp
+          } else {
+            add_in_place(x + r.begin, p + r.begin, r.end - r.begin);
+          }
+        }
+      }
+      pool.barrier(tid);
+    }
+
+    // Output norm and head for the rows that need logits: this thread's share of the vocabulary.
+    if (n_rows == 0) return;
+    thread_local std::vector<float> rows;  // [n_rows, E] the residual rows that need logits
+    rows.resize(static_cast<size_t>(n_rows * E));
+    for (int64_t i = 0; i < n_rows; ++i)
+      std::memcpy(rows.data() + i * E, ws.x.data() + batch.logit_rows[i] * E, sizeof(float) * E);
+    norm(rows.data(), w.output_norm, w.output_norm_b, n_rows);
+    const Range r = row_share(hp.n_vocab, matmul_row_granule(w.output), tid, nt);
+    const MatmulInput in = matmul_prepare(w.output, xn.data(), n_rows, prepared.scratch[0]);
+    matmul_rows(w.output, in, logits.data(), r.begin, r.end);
+  });
+}
+
+}  // namespace pagoda
