@@ -32,6 +32,7 @@ struct TransformerWorkspace {
   SingleSequenceBatch single;       // the single-sequence wrapper's metadata
   std::vector<int32_t> kv_begin;    // [num_seqs] one layer's first attended key per sequence (layer mask)
   std::vector<float> attention_scratch;  // split-KV decode's saved states, shared by the threads of a region
+  std::vector<uint8_t> team_xq[3];       // [T, row bytes] activations quantized by the threads of a region together
   void reserve(const ModelHParams& hp, int64_t num_tokens);
 };
 

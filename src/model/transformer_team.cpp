@@ -27,21 +27,6 @@ Range row_share(int64_t rows, int64_t granule, int tid, int nt) {
   return {std::min(rows, g.begin * granule), std::min(rows, g.end * granule)};
 }
 
-// One thread's activations prepared for up to three matrices that read the same input (a shared preparation where
-// the formats agree).
-struct PreparedInputs {
-  std::vector<uint8_t> scratch[3];
-  MatmulInput in[3];
-  void prepare(const WeightMatrix* const* w, int n, const float* x, int64_t num_tokens) {
-    for (int i = 0; i < n; ++i) {
-      int same = -1;
-      for (int j = 0; j < i && same < 0; ++j)
-        if (matmul_shares_input(*w[j], *w[i])) same = j;
-      in[i] = same >= 0 ? in[same] : matmul_prepare(*w[i], x, num_tokens, scratch[i]);
-    }
-  }
-};
-
 // y[t, r] += b[r] for rows [r.begin, r.end) of every token (y: [num_tokens, width]); nothing when b is empty.
 void add_bias_rows(float* y, const std::vector<float>& b, int64_t num_tokens, int64_t width, Range r) {
   if (b.empty()) return;
@@ -79,15 +64,54 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
   const int nt = pool.num_threads();
   std::vector<float>& attention_scratch = ws.attention_scratch;
 
+  // From two tokens a thread, the norms and the activations' quantization split by tokens into shared buffers (then a
+  // barrier); below that each thread computes them for every token itself (no barrier, a little more work).
+  auto split_rows = [&](int64_t rows) { return rows >= 2 * nt; };
+  if (split_rows(T)) {
+    size_t row_bytes = matmul_input_row_bytes(w.output);
+    for (const LayerWeights& l : w.layers)
+      for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+        if (m->rows > 0) row_bytes = std::max(row_bytes, matmul_input_row_bytes(*m));
+    for (std::vector<uint8_t>& b : ws.team_xq) b.resize(static_cast<size_t>(T) * row_bytes);
+  }
+
   pool.run([&](int tid) {
-    thread_local std::vector<float> xn;  // [T, E] this thread's normalised input of a sub-layer
-    thread_local PreparedInputs prepared;
-    xn.resize(static_cast<size_t>(std::max(T, n_rows) * E));
-    auto norm = [&](const float* x, const std::vector<float>& weight, const std::vector<float>& bias, int64_t rows) {
-      if (spec.norm == NormKind::kLayer)
-        layer_norm(x, weight.data(), bias.data(), rows, E, hp.norm_eps, xn.data());
-      else
-        rms_norm(x, weight.data(), rows, E, hp.norm_eps, xn.data());
+    thread_local std::vector<float> own_xn;  // [T, E] this thread's normalised input of a sub-layer (few tokens)
+    thread_local std::vector<uint8_t> own_xq[3];
+    MatmulInput in[3];
+    // The inputs of a phase's matmuls w[0 .. n) from x ([rows, *]), normalised first when norm_w is given; inputs of
+    // one format are prepared once.
+    auto prepare = [&](const WeightMatrix* const* m, int n, const float* x, int64_t rows,
+                       const std::vector<float>* norm_w, const std::vector<float>* norm_b) {
+      const bool split = split_rows(rows);
+      const Range mine = split ? share(rows, tid, nt) : Range{0, rows};
+      bool wait = false;
+      if (norm_w != nullptr) {
+        float* out = split ? ws.xn.data() : (own_xn.resize(static_cast<size_t>(rows * E)), own_xn.data());
+        const int64_t r0 = mine.begin, count = mine.end - mine.begin;
+        if (spec.norm == NormKind::kLayer)
+          layer_norm(x + r0 * E, norm_w->data(), norm_b->data(), count, E, hp.norm_eps, out + r0 * E);
+        else
+          rms_norm(x + r0 * E, norm_w->data(), count, E, hp.norm_eps, out + r0 * E);
+        x = out;
+        wait = split;
+      }
+      for (int i = 0; i < n; ++i) {
+        int same = -1;
+        for (int j = 0; j < i && same < 0; ++j)
+          if (matmul_shares_input(*m[j], *m[i])) same = j;
+        if (same >= 0) {
+          in[i] = in[same];
+          continue;
+        }
+        in[i] = MatmulInput{x, nullptr, matmul_input_row_bytes(*m[i]), rows};
+        if (in[i].x_bytes == 0) continue;  // float weights read x
+        uint8_t* xq = split ? ws.team_xq[i].data() : (own_xq[i].resize(rows * in[i].x_bytes), own_xq[i].data());
+        matmul_prepare_rows(*m[i], x, mine.begin, mine.end, xq);
+        in[i].xq = xq;
+        wait = wait || split;
+      }
+      if (wait) pool.barrier(tid);
     };
     // Heads [0, n_head) are Q's, then K's, then V's: this thread's share of them, whole. Where they do not divide
     // evenly the first threads take the extra heads: the last ones rotate and store the K/V.
@@ -105,14 +129,13 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
 
       // 1. Q, K, V of this thread's heads: biases, per-head norms, rotation, and the K/V stored to their slots.
-      norm(ws.x.data(), l.attn_norm, l.attn_norm_b, T);
       {
         const WeightMatrix* qkv[3] = {&l.wq, &l.wk, &l.wv};
-        prepared.prepare(qkv, 3, xn.data(), T);
+        prepare(qkv, 3, ws.x.data(), T, &l.attn_norm, &l.attn_norm_b);
       }
-      matmul_rows(l.wq, prepared.in[0], ws.q.data(), qh.begin * HD, qh.end * HD);
-      matmul_rows(l.wk, prepared.in[1], ws.k.data(), kh.begin * HD, kh.end * HD);
-      matmul_rows(l.wv, prepared.in[2], ws.v.data(), vh.begin * HD, vh.end * HD);
+      matmul_rows(l.wq, in[0], ws.q.data(), qh.begin * HD, qh.end * HD);
+      matmul_rows(l.wk, in[1], ws.k.data(), kh.begin * HD, kh.end * HD);
+      matmul_rows(l.wv, in[2], ws.v.data(), vh.begin * HD, vh.end * HD);
       add_bias_rows(ws.q.data(), l.bq, T, QD, {qh.begin * HD, qh.end * HD});
       add_bias_rows(ws.k.data(), l.bk, T, KVD, {kh.begin * HD, kh.end * HD});
       add_bias_rows(ws.v.data(), l.bv, T, KVD, {vh.begin * HD, vh.end * HD});
@@ -151,8 +174,9 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       float* attn_out = hp.parallel_residual ? ws.attn_proj.data() : ws.proj.data();
       {
         const Range r = row_share(E, matmul_row_granule(l.wo), tid, nt);
-        const MatmulInput in = matmul_prepare(l.wo, ws.attn.data(), T, prepared.scratch[0]);
-        matmul_rows(l.wo, in, attn_out, r.begin, r.end);
+        const WeightMatrix* wo[1] = {&l.wo};
+        prepare(wo, 1, ws.attn.data(), T, nullptr, nullptr);
+        matmul_rows(l.wo, in[0], attn_out, r.begin, r.end);
         add_bias_rows(attn_out, l.bo, T, E, r);
         if (!hp.parallel_residual)
           for (int64_t t = 0; t < T; ++t)
@@ -161,20 +185,20 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       pool.barrier(tid);
 
       // 4. Feed-forward: gate and up of the same rows, then SwiGLU on them (or up, its bias and GELU).
-      norm(ws.x.data(), l.ffn_norm, l.ffn_norm_b, T);
       float* hidden = spec.mlp == MlpKind::kSwiGlu ? ws.gate.data() : ws.up.data();
       if (spec.mlp == MlpKind::kSwiGlu) {
         const WeightMatrix* gate_up[2] = {&l.w_gate, &l.w_up};
-        prepared.prepare(gate_up, 2, xn.data(), T);
+        prepare(gate_up, 2, ws.x.data(), T, &l.ffn_norm, &l.ffn_norm_b);
         const Range r = row_share(FF, std::lcm(matmul_row_granule(l.w_gate), matmul_row_granule(l.w_up)), tid, nt);
-        matmul_rows(l.w_gate, prepared.in[0], ws.gate.data(), r.begin, r.end);
-        matmul_rows(l.w_up, prepared.in[1], ws.up.data(), r.begin, r.end);
+        matmul_rows(l.w_gate, in[0], ws.gate.data(), r.begin, r.end);
+        matmul_rows(l.w_up, in[1], ws.up.data(), r.begin, r.end);
         for (int64_t t = 0; t < T; ++t)
           silu_mul(ws.gate.data() + t * FF + r.begin, ws.up.data() + t * FF + r.begin, r.end - r.begin);
       } else {
         const Range r = row_share(FF, matmul_row_granule(l.w_up), tid, nt);
-        const MatmulInput in = matmul_prepare(l.w_up, xn.data(), T, prepared.scratch[0]);
-        matmul_rows(l.w_up, in, ws.up.data(), r.begin, r.end);
+        const WeightMatrix* up[1] = {&l.w_up};
+        prepare(up, 1, ws.x.data(), T, &l.ffn_norm, &l.ffn_norm_b);
+        matmul_rows(l.w_up, in[0], ws.up.data(), r.begin, r.end);
         add_bias_rows(ws.up.data(), l.b_up, T, FF, r);
         for (int64_t t = 0; t < T; ++t) gelu(hp.gelu, ws.up.data() + t * FF + r.begin, r.end - r.begin);
       }
@@ -183,8 +207,9 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       // 5. Down projection: this thread's rows, added into the residual.
       {
         const Range r = row_share(E, matmul_row_granule(l.w_down), tid, nt);
-        const MatmulInput in = matmul_prepare(l.w_down, hidden, T, prepared.scratch[0]);
-        matmul_rows(l.w_down, in, ws.proj.data(), r.begin, r.end);
+        const WeightMatrix* down[1] = {&l.w_down};
+        prepare(down, 1, hidden, T, nullptr, nullptr);
+        matmul_rows(l.w_down, in[0], ws.proj.data(), r.begin, r.end);
         add_bias_rows(ws.proj.data(), l.b_down, T, E, r);
         for (int64_t t = 0; t < T; ++t) {
           float* x = ws.x.data() + t * E;
@@ -202,14 +227,17 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
 
     // Output norm and head for the rows that need logits: this thread's share of the vocabulary.
     if (n_rows == 0) return;
-    thread_local std::vector<float> rows;  // [n_rows, E] the residual rows that need logits
-    rows.resize(static_cast<size_t>(n_rows * E));
-    for (int64_t i = 0; i < n_rows; ++i)
-      std::memcpy(rows.data() + i * E, ws.x.data() + batch.logit_rows[i] * E, sizeof(float) * E);
-    norm(rows.data(), w.output_norm, w.output_norm_b, n_rows);
+    // The residual rows that need logits, gathered into proj ([n_rows, E]; split by rows as the norm is).
+    const Range gather = split_rows(n_rows) ? share(n_rows, tid, nt) : Range{0, n_rows};
+    thread_local std::vector<float> own_rows;
+    float* rows =
+        split_rows(n_rows) ? ws.proj.data() : (own_rows.resize(static_cast<size_t>(n_rows * E)), own_rows.data());
+    for (int64_t i = gather.begin; i < gather.end; ++i)
+      std::memcpy(rows + i * E, ws.x.data() + batch.logit_rows[i] * E, sizeof(float) * E);
+    const WeightMatrix* head[1] = {&w.output};
+    prepare(head, 1, rows, n_rows, &w.output_norm, &w.output_norm_b);
     const Range r = row_share(hp.n_vocab, matmul_row_granule(w.output), tid, nt);
-    const MatmulInput in = matmul_prepare(w.output, xn.data(), n_rows, prepared.scratch[0]);
-    matmul_rows(w.output, in, logits.data(), r.begin, r.end);
+    matmul_rows(w.output, in[0], logits.data(), r.begin, r.end);
   });
 }
 

@@ -228,16 +228,25 @@ void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const flo
 
 bool matmul_splits_rows_statically(int64_t num_tokens) { return num_tokens < kDynamicMinTokens; }
 
+size_t matmul_input_row_bytes(const WeightMatrix& w) {
+  return uses_integer_dot(w.type) ? activation_row_bytes(activation_format(w.type), w.cols) : 0;
+}
+
+void matmul_prepare_rows(const WeightMatrix& w, const float* x, int64_t t_begin, int64_t t_end, uint8_t* xq) {
+  const size_t x_bytes = matmul_input_row_bytes(w);
+  if (x_bytes == 0) return;
+  const QuantKernels k = quant_kernels(w.type, active_isa().isa);
+  for (int64_t t = t_begin; t < t_end; ++t) k.quantize(x + t * w.cols, w.cols, xq + t * x_bytes);
+}
+
 MatmulInput matmul_prepare(const WeightMatrix& w, const float* x, int64_t num_tokens, std::vector<uint8_t>& scratch) {
   MatmulInput in;
   in.x = x;
   in.num_tokens = num_tokens;
-  if (!uses_integer_dot(w.type)) return in;
-  const ActivationFormat format = activation_format(w.type);
-  const QuantKernels k = quant_kernels(w.type, active_isa().isa);
-  in.x_bytes = activation_row_bytes(format, w.cols);
+  in.x_bytes = matmul_input_row_bytes(w);
+  if (in.x_bytes == 0) return in;
   scratch.resize(static_cast<size_t>(num_tokens) * in.x_bytes);
-  for (int64_t t = 0; t < num_tokens; ++t) k.quantize(x + t * w.cols, w.cols, scratch.data() + t * in.x_bytes);
+  matmul_prepare_rows(w, x, 0, num_tokens, scratch.data());
   in.xq = scratch.data();
   return in;
 }

@@ -33,6 +33,11 @@ struct MatmulInput {
 };
 // Prepares x ([num_tokens, w.cols]) for w's kernels, using `scratch` (the calling thread's own) for quantized rows.
 MatmulInput matmul_prepare(const WeightMatrix& w, const float* x, int64_t num_tokens, std::vector<uint8_t>& scratch);
+// Bytes of one token's prepared row for w: 0 for float weights (they read x itself).
+size_t matmul_input_row_bytes(const WeightMatrix& w);
+// Prepares tokens [t_begin, t_end) of x into the same rows of xq ([*, matmul_input_row_bytes(w)]): threads that
+// share one prepared input each prepare their own tokens (bitwise what matmul_prepare writes for them).
+void matmul_prepare_rows(const WeightMatrix& w, const float* x, int64_t t_begin, int64_t t_end, uint8_t* xq);
 // Whether matmul gives each thread one contiguous range of rows for a batch of num_tokens tokens (small batches:
 // they stream the weights from memory), rather than handing rows out dynamically (compute-bound batches).
 bool matmul_splits_rows_statically(int64_t num_tokens);
