@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <numeric>
+#include <span>
 
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/kv_store.h"
@@ -33,6 +35,40 @@ void add_bias_rows(float* y, const std::vector<float>& b, int64_t num_tokens, in
   for (int64_t t = 0; t < num_tokens; ++t)
     for (int64_t i = r.begin; i < r.end; ++i) y[t * width + i] += b[i];
 }
+
+// What a thread asks the memory system for while it waits at a barrier: the first bytes of its next matmul's weight
+// rows, into L2, a few lines per spin, so the wait is not lost to the weight stream. (Decode waits at its barriers
+// while the other thread finishes its share of a step; the weights it then streams do not depend on that.)
+class WarmWeights {
+ public:
+  static constexpr size_t kBytes = 256 * 1024;  // at most this much a phase (L2: 512 KiB on Zen 3, 1 MiB on Zen 4 / 5)
+  void set(std::initializer_list<std::span<const uint8_t>> spans) {
+    n_ = 0;
+    for (std::span<const uint8_t> s : spans)
+      if (!s.empty() && n_ < 3) spans_[n_++] = s;
+    at_ = 0;
+    offset_ = 0;
+    budget_ = kBytes;
+  }
+  // ThreadPool::barrier's idle step: asks for the next few lines; false once there is nothing left to ask for.
+  static bool step(void* self) { return static_cast<WarmWeights*>(self)->step(); }
+
+ private:
+  static constexpr int kLinesPerStep = 4;
+  bool step() {
+    for (int i = 0; i < kLinesPerStep; ++i) {
+      while (at_ < n_ && offset_ >= spans_[at_].size()) ++at_, offset_ = 0;
+      if (at_ == n_ || budget_ == 0) return false;
+      __builtin_prefetch(spans_[at_].data() + offset_, 0, 2);
+      offset_ += 64;
+      budget_ = budget_ > 64 ? budget_ - 64 : 0;
+    }
+    return true;
+  }
+  std::span<const uint8_t> spans_[3];
+  int n_ = 0, at_ = 0;
+  size_t offset_ = 0, budget_ = 0;
+};
 
 }  // namespace
 
@@ -79,6 +115,8 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
     thread_local std::vector<float> own_xn;  // [T, E] this thread's normalised input of a sub-layer (few tokens)
     thread_local std::vector<uint8_t> own_xq[3];
     MatmulInput in[3];
+    WarmWeights warm;
+    auto barrier = [&] { pool.barrier(tid, WarmWeights::step, &warm); };
     // The inputs of a phase's matmuls w[0 .. n) from x ([rows, *]), normalised first when norm_w is given; inputs of
     // one format are prepared once.
     auto prepare = [&](const WeightMatrix* const* m, int n, const float* x, int64_t rows,
@@ -111,7 +149,7 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
         in[i].xq = xq;
         wait = wait || split;
       }
-      if (wait) pool.barrier(tid);
+      if (wait) barrier();
     };
     // Heads [0, n_head) are Q's, then K's, then V's: this thread's share of them, whole. Where they do not divide
     // evenly the first threads take the extra heads: the last ones rotate and store the K/V.
@@ -127,6 +165,12 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       const LayerWeights& l = w.layers[il];
       uint8_t* k_layer = kv.k_base + il * kv.layer_stride;
       uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
+      const bool swiglu = spec.mlp == MlpKind::kSwiGlu;
+      const Range wo_rows = row_share(E, matmul_row_granule(l.wo), tid, nt);
+      const Range ff_rows = row_share(
+          FF, swiglu ? std::lcm(matmul_row_granule(l.w_gate), matmul_row_granule(l.w_up)) : matmul_row_granule(l.w_up),
+          tid, nt);
+      const Range down_rows = row_share(E, matmul_row_granule(l.w_down), tid, nt);
 
       // 1. Q, K, V of this thread's heads: biases, per-head norms, rotation, and the K/V stored to their slots.
       {
@@ -159,7 +203,8 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       for (int64_t h = vh.begin; h < vh.end; ++h)
         kv_store_rows(kv.dtype, ws.v.data() + h * HD, KVD, T, HD, v_layer + h * head_bytes, slot_bytes,
                       batch.slot_mapping.data());
-      pool.barrier(tid);
+      warm.set({matmul_row_bytes(l.wo, wo_rows.begin, wo_rows.end)});
+      barrier();
 
       // 2. Attention: this thread's share of the kernel's jobs.
       {
@@ -168,12 +213,12 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
         a.v_cache = v_layer;
         paged_attention_in_region(a, pool, tid, attention_scratch);
       }
-      pool.barrier(tid);
+      barrier();
 
       // 3. Output projection: this thread's rows, added into the residual (sequential) or kept (parallel).
       float* attn_out = hp.parallel_residual ? ws.attn_proj.data() : ws.proj.data();
       {
-        const Range r = row_share(E, matmul_row_granule(l.wo), tid, nt);
+        const Range r = wo_rows;
         const WeightMatrix* wo[1] = {&l.wo};
         prepare(wo, 1, ws.attn.data(), T, nullptr, nullptr);
         matmul_rows(l.wo, in[0], attn_out, r.begin, r.end);
@@ -182,31 +227,37 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
           for (int64_t t = 0; t < T; ++t)
             add_in_place(ws.x.data() + t * E + r.begin, attn_out + t * E + r.begin, r.end - r.begin);
       }
-      pool.barrier(tid);
+      if (swiglu)
+        warm.set({matmul_row_bytes(l.w_gate, ff_rows.begin, ff_rows.end),
+                  matmul_row_bytes(l.w_up, ff_rows.begin, ff_rows.end)});
+      else
+        warm.set({matmul_row_bytes(l.w_up, ff_rows.begin, ff_rows.end)});
+      barrier();
 
       // 4. Feed-forward: gate and up of the same rows, then SwiGLU on them (or up, its bias and GELU).
-      float* hidden = spec.mlp == MlpKind::kSwiGlu ? ws.gate.data() : ws.up.data();
-      if (spec.mlp == MlpKind::kSwiGlu) {
+      float* hidden = swiglu ? ws.gate.data() : ws.up.data();
+      if (swiglu) {
         const WeightMatrix* gate_up[2] = {&l.w_gate, &l.w_up};
         prepare(gate_up, 2, ws.x.data(), T, &l.ffn_norm, &l.ffn_norm_b);
-        const Range r = row_share(FF, std::lcm(matmul_row_granule(l.w_gate), matmul_row_granule(l.w_up)), tid, nt);
+        const Range r = ff_rows;
         matmul_rows(l.w_gate, in[0], ws.gate.data(), r.begin, r.end);
         matmul_rows(l.w_up, in[1], ws.up.data(), r.begin, r.end);
         for (int64_t t = 0; t < T; ++t)
           silu_mul(ws.gate.data() + t * FF + r.begin, ws.up.data() + t * FF + r.begin, r.end - r.begin);
       } else {
-        const Range r = row_share(FF, matmul_row_granule(l.w_up), tid, nt);
+        const Range r = ff_rows;
         const WeightMatrix* up[1] = {&l.w_up};
         prepare(up, 1, ws.x.data(), T, &l.ffn_norm, &l.ffn_norm_b);
         matmul_rows(l.w_up, in[0], ws.up.data(), r.begin, r.end);
         add_bias_rows(ws.up.data(), l.b_up, T, FF, r);
         for (int64_t t = 0; t < T; ++t) gelu(hp.gelu, ws.up.data() + t * FF + r.begin, r.end - r.begin);
       }
-      pool.barrier(tid);
+      warm.set({matmul_row_bytes(l.w_down, down_rows.begin, down_rows.end)});
+      barrier();
 
       // 5. Down projection: this thread's rows, added into the residual.
       {
-        const Range r = row_share(E, matmul_row_granule(l.w_down), tid, nt);
+        const Range r = down_rows;
         const WeightMatrix* down[1] = {&l.w_down};
         prepare(down, 1, hidden, T, nullptr, nullptr);
         matmul_rows(l.w_down, in[0], ws.proj.data(), r.begin, r.end);
@@ -222,7 +273,16 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
           }
         }
       }
-      pool.barrier(tid);
+      if (il + 1 < hp.n_layer) {
+        const LayerWeights& next = w.layers[il + 1];
+        warm.set({matmul_row_bytes(next.wq, qh.begin * HD, qh.end * HD),
+                  matmul_row_bytes(next.wk, kh.begin * HD, kh.end * HD),
+                  matmul_row_bytes(next.wv, vh.begin * HD, vh.end * HD)});
+      } else {
+        const Range r = row_share(hp.n_vocab, matmul_row_granule(w.output), tid, nt);
+        warm.set({matmul_row_bytes(w.output, r.begin, r.end)});
+      }
+      barrier();
     }
 
     // Output norm and head for the rows that need logits: this thread's share of the vocabulary.

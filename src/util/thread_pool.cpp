@@ -82,7 +82,7 @@ void ThreadPool::call_catching(int tid) {
   }
 }
 
-void ThreadPool::barrier(int tid) {
+void ThreadPool::barrier(int tid, bool (*idle)(void*), void* ctx) {
   if (num_threads_ == 1) return;
   const uint64_t mine = barrier_flags_[tid].arrivals.load(std::memory_order_relaxed) + 1;
   barrier_flags_[tid].arrivals.store(mine, std::memory_order_release);
@@ -90,6 +90,8 @@ void ThreadPool::barrier(int tid) {
     if (other == tid) continue;
     for (uint32_t spins = 1; barrier_flags_[other].arrivals.load(std::memory_order_acquire) < mine; ++spins) {
       if (run_failed_.load(std::memory_order_acquire)) throw RunFailed{};
+      if (idle != nullptr && idle(ctx)) continue;
+      idle = nullptr;  // nothing left to do while waiting
       if (spins % kYieldEvery == 0)
         std::this_thread::yield();
       else

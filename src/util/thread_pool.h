@@ -36,7 +36,10 @@ class ThreadPool {
   // run. A spin on per-thread flags: with all threads already running it costs one cache-line hop, where a new
   // run() costs two (the start signal, then the finish). If another thread of the run threw, it throws too (the
   // run then rethrows the first exception), so a failing thread cannot leave the others waiting.
-  void barrier(int tid);
+  void barrier(int tid) { barrier(tid, nullptr, nullptr); }
+  // The same, calling idle(ctx) while it waits, instead of pausing, for as long as idle returns true: a thread that
+  // arrives first can do work that needs nothing from the others (the forward asks for its next weights).
+  void barrier(int tid, bool (*idle)(void*), void* ctx);
 
   // Splits [0, n) into num_threads() contiguous ranges, in order, and calls fn(begin, end) for each non-empty one.
   // A single item runs on the calling thread (no dispatch, no other thread to wait for).

@@ -267,6 +267,14 @@ void matmul_rows(const WeightMatrix& w, const MatmulInput& in, float* y, int64_t
                      (row_end + g - 1) / g);
 }
 
+std::span<const uint8_t> matmul_row_bytes(const WeightMatrix& w, int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end) return {};
+  if (!w.packed) return {w.row(row_begin), static_cast<size_t>(row_end - row_begin) * w.row_bytes};
+  const size_t group_bytes = packed_group_bytes(w.type, w.cols);
+  const int64_t g_begin = row_begin / kPackRows, g_end = (row_end + kPackRows - 1) / kPackRows;
+  return {w.packed + static_cast<size_t>(g_begin) * group_bytes, static_cast<size_t>(g_end - g_begin) * group_bytes};
+}
+
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out) { dequantize(w.type, w.row(r), w.cols, out); }
 
 }  // namespace pagoda

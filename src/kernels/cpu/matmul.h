@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/weight_matrix.h"
@@ -48,6 +49,9 @@ int64_t matmul_row_granule(const WeightMatrix& w);
 // y[t, r] for rows [row_begin, row_end) of w and every token of `in` (y: [num_tokens, w.rows]). row_begin is a
 // multiple of matmul_row_granule(w), and so is row_end unless it is w.rows.
 void matmul_rows(const WeightMatrix& w, const MatmulInput& in, float* y, int64_t row_begin, int64_t row_end);
+
+// The bytes matmul_rows reads of w for rows [row_begin, row_end) (contiguous: packed groups or file rows).
+std::span<const uint8_t> matmul_row_bytes(const WeightMatrix& w, int64_t row_begin, int64_t row_end);
 
 // Converts row r of w to f32: out [w.cols]. Used for embedding lookups.
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out);

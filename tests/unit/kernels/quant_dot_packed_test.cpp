@@ -247,6 +247,43 @@ TEST_P(PackedDot, MatmulOnPackedRowsIsTheRowMajorMatmulForAnyBatchAndThreads) {
   }
 }
 
+// The per-thread API of the one-region forward (matmul_prepare_rows, matmul_rows, matmul_row_bytes): inputs prepared
+// a share of the tokens at a time and rows computed in any split by whole granules give matmul's bits, and the bytes
+// a row range reads are the packed groups (or file rows) holding it.
+TEST_P(PackedDot, RowsOfOneThreadsShareAreMatmulsBits) {
+  const GgmlType t = GetParam();
+  const int64_t K = 256, N = 52;
+  auto bytes = random_rows(t, N, K, 78, 0.02f);
+  WeightMatrix row_major{bytes.data(), t, K, N, row_bytes(t, K)};
+  WeightMatrix packed = row_major;
+  PackedWeights owner;
+  owner.pack(packed);
+  ThreadPool one(1);
+  for (const WeightMatrix* w : {&packed, &row_major}) {
+    const int64_t g = matmul_row_granule(*w);
+    EXPECT_EQ(g, w->packed ? kPackRows : 24);
+    for (int64_t T : {1, 5}) {
+      Rng rng(T + 10);
+      std::vector<float> x(T * K);
+      for (auto& v : x) v = static_cast<float>(rng.next_double() * 2 - 1);
+      std::vector<float> want(T * N), got(T * N, -1.0f);
+      matmul(*w, x.data(), T, want.data(), one);
+      std::vector<uint8_t> xq(T * matmul_input_row_bytes(*w));
+      for (int64_t t0 = 0; t0 < T; t0 += 2) matmul_prepare_rows(*w, x.data(), t0, std::min(T, t0 + 2), xq.data());
+      const MatmulInput in{x.data(), xq.data(), matmul_input_row_bytes(*w), T};
+      for (int64_t r = 0; r < N; r += g) matmul_rows(*w, in, got.data(), r, std::min(N, r + g));  // a granule a time
+      for (int64_t i = 0; i < T * N; ++i) ASSERT_TRUE(same_bits(want[i], got[i])) << "T " << T << " index " << i;
+    }
+  }
+  const size_t group = packed_group_bytes(t, K);
+  const auto span = matmul_row_bytes(packed, 16, 40);  // groups 1 and 2
+  EXPECT_EQ(span.data(), packed.packed + group);
+  EXPECT_EQ(span.size(), 2 * group);
+  EXPECT_EQ(matmul_row_bytes(row_major, 3, 5).data(), row_major.row(3));
+  EXPECT_EQ(matmul_row_bytes(row_major, 3, 5).size(), 2 * row_major.row_bytes);
+  EXPECT_TRUE(matmul_row_bytes(packed, 8, 8).empty());
+}
+
 TEST(PackedWeightsTest, EveryQuantizedTypePacksAndFloatsDoNot) {
   for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -126,6 +128,37 @@ TEST(ThreadPool, AThreadThrowingBeforeABarrierReleasesTheOthersAndTheRunRethrows
     });
     EXPECT_EQ(passed.load(), 3);
   }
+}
+
+TEST(ThreadPool, ABarrierCallsItsIdleStepWhileItWaitsAndStopsOnceTheStepHasNothingLeft) {
+  ThreadPool pool(2);
+  struct Idle {
+    int calls = 0, limit = 0;
+    static bool step(void* self) {
+      Idle& i = *static_cast<Idle*>(self);
+      return ++i.calls < i.limit;
+    }
+  };
+  Idle first, second;
+  first.limit = 1 << 30;  // always has more: called for as long as its thread waits
+  second.limit = 3;       // done after three calls: never called again, however long the wait
+  int written = 0, seen = 0;
+  pool.run([&](int tid) {
+    if (tid == 0) {
+      pool.barrier(0, Idle::step, &first);  // thread 1 arrives 20 ms later
+      seen = written;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      pool.barrier(0);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      written = 7;  // before thread 1's first barrier; thread 0 reads it after its own
+      pool.barrier(1);
+      pool.barrier(1, Idle::step, &second);  // thread 0 arrives 20 ms later
+    }
+  });
+  EXPECT_GT(first.calls, 100);
+  EXPECT_EQ(second.calls, 3);
+  EXPECT_EQ(seen, 7) << "thread 0's barrier returned before thread 1 arrived";
 }
 
 }  // namespace pagoda
