@@ -102,6 +102,46 @@ void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, f
   }
 }
 
+// Q4_1 decode (one token): both halves of each record in one pass, so a block's activation broadcasts and scales are
+// read once for the 16 rows, not once per half, and each chunk's levels go straight into the maddubs (no array of 8).
+// The int16 and int32 sums are exact in any order, and the float updates per lane are tile_legacy's: the same bits.
+void tile_q4_1_decode(const uint8_t* group, const uint8_t* x0, int64_t K, float* y, int n_rows) {
+  constexpr size_t kRecord = kPackRows * sizeof(BlockQ4_1);
+  constexpr size_t kMinAt = 2 * kPackRows, kQsAt = 4 * kPackRows;
+  const int64_t nb = K / kQK;
+  const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const BlockQ8_1* x = reinterpret_cast<const BlockQ8_1*>(x0);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, mins[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  NextGroupPrefetch ahead(group, nb * kRecord, nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRecord;
+    ahead.at(b);
+    const int8_t* q = x[b].qs;
+    __m256i s16[2];
+    for (int c = 0; c < 4; ++c) {
+      const __m256i x_low = broadcast4(q + x_offset_nibbles(2 * c)), x_high = broadcast4(q + x_offset_nibbles(2 * c + 1));
+      for (int h = 0; h < 2; ++h) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQsAt + 64 * c + 32 * h));
+        const __m256i low = _mm256_and_si256(bytes, m4), high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(low, x_low), _mm256_maddubs_epi16(high, x_high));
+        s16[h] = c == 0 ? p : _mm256_add_epi16(s16[h], p);
+      }
+    }
+    const __m256 dx = _mm256_set1_ps(_cvtsh_ss(x[b].d)), sx = _mm256_set1_ps(_cvtsh_ss(x[b].s));
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
+      const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kMinAt + 16 * h)));
+      const __m256i sum = _mm256_madd_epi16(s16[h], ones);
+      acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[h]);
+      mins[h] = _mm256_add_ps(mins[h], _mm256_mul_ps(mw, sx));
+    }
+  }
+  for (int h = 0; h < 2 && 8 * h < n_rows; ++h) {
+    const __m256 out[1] = {_mm256_add_ps(acc[h], mins[h])};
+    store_rows<1>(out, y + 8 * h, 0, n_rows - 8 * h);
+  }
+}
+
 // Q4_1 and Q5_1 (unsigned levels and a min, against Q8_1) and Q5_0 (levels q - 16, against Q8_0), 8 rows at a
 // time (record: quant_dot_packed_avx512.cpp's tile_legacy). The fifth bits: one byte shuffle brings byte e / 8 of
 // each row's qh under the 4 bytes of level vector i (elements e .. e + 3), a compare against bits e % 8 .. e % 8 + 3
@@ -116,6 +156,7 @@ void tile_legacy(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64
   constexpr size_t kRecord = kPackRows * kBlock;
   constexpr size_t kMinAt = 2 * kPackRows, kQhAt = kMin ? 4 * kPackRows : 2 * kPackRows;
   constexpr size_t kQsAt = kQhAt + (kFiveBits ? 4 * kPackRows : 0);
+  if constexpr (kMin && !kFiveBits && kTokens == 1) return tile_q4_1_decode(group, x0, K, y, n_rows);
   const int64_t nb = K / kQK;
   const __m256i m4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16), ones = _mm256_set1_epi16(1);
   const __m256i lane_bytes = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0C0C0C0C, 0, 0x04040404, 0x08080808, 0x0C0C0C0C);
