@@ -17,10 +17,10 @@
 namespace pagoda {
 namespace {
 
-// Share tid of nt of [0, units), in order: [units * tid / nt, units * (tid + 1) / nt).
 struct Range {
   int64_t begin, end;
 };
+// Share tid of nt of [0, units), in order: [units * tid / nt, units * (tid + 1) / nt).
 Range share(int64_t units, int tid, int nt) { return {units * tid / nt, units * (tid + 1) / nt}; }
 
 // This thread's share of `rows` rows, in whole granules (the last share ends at `rows`).
@@ -125,7 +125,8 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       const Range mine = split ? share(rows, tid, nt) : Range{0, rows};
       bool wait = false;
       if (norm_w != nullptr) {
-        float* out = split ? ws.xn.data() : (own_xn.resize(static_cast<size_t>(rows * E)), own_xn.data());
+        if (!split) own_xn.resize(static_cast<size_t>(rows * E));
+        float* out = split ? ws.xn.data() : own_xn.data();
         const int64_t r0 = mine.begin, count = mine.end - mine.begin;
         if (spec.norm == NormKind::kLayer)
           layer_norm(x + r0 * E, norm_w->data(), norm_b->data(), count, E, hp.norm_eps, out + r0 * E);
@@ -144,7 +145,8 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
         }
         in[i] = MatmulInput{x, nullptr, matmul_input_row_bytes(*m[i]), rows};
         if (in[i].x_bytes == 0) continue;  // float weights read x
-        uint8_t* xq = split ? ws.team_xq[i].data() : (own_xq[i].resize(rows * in[i].x_bytes), own_xq[i].data());
+        if (!split) own_xq[i].resize(rows * in[i].x_bytes);
+        uint8_t* xq = split ? ws.team_xq[i].data() : own_xq[i].data();
         matmul_prepare_rows(*m[i], x, mine.begin, mine.end, xq);
         in[i].xq = xq;
         wait = wait || split;
@@ -290,8 +292,8 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
     // The residual rows that need logits, gathered into proj ([n_rows, E]; split by rows as the norm is).
     const Range gather = split_rows(n_rows) ? share(n_rows, tid, nt) : Range{0, n_rows};
     thread_local std::vector<float> own_rows;
-    float* rows =
-        split_rows(n_rows) ? ws.proj.data() : (own_rows.resize(static_cast<size_t>(n_rows * E)), own_rows.data());
+    if (!split_rows(n_rows)) own_rows.resize(static_cast<size_t>(n_rows * E));
+    float* rows = split_rows(n_rows) ? ws.proj.data() : own_rows.data();
     for (int64_t i = gather.begin; i < gather.end; ++i)
       std::memcpy(rows + i * E, ws.x.data() + batch.logit_rows[i] * E, sizeof(float) * E);
     const WeightMatrix* head[1] = {&w.output};

@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace pagoda {
