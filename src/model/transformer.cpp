@@ -56,8 +56,11 @@ Status transformer_forward_batch(const Model& model, const ForwardBatch& batch, 
     if (batch.slot_mapping[t] < 0 || batch.slot_mapping[t] >= kv.num_slots || batch.positions[t] < 0)
       return make_error("forward batch: token " + std::to_string(t) + " has an invalid slot or position");
   }
-  for (int32_t row : batch.logit_rows)
-    if (row < 0 || row >= T) return make_error("forward batch: logit row out of range");
+  for (size_t i = 0; i < batch.logit_rows.size(); ++i) {
+    if (batch.logit_rows[i] < 0 || batch.logit_rows[i] >= T) return make_error("forward batch: logit row out of range");
+    if (i > 0 && batch.logit_rows[i] <= batch.logit_rows[i - 1])  // (at most T rows: the buffers hold T)
+      return make_error("forward batch: logit rows must be strictly ascending");
+  }
   const bool layer_mask = !batch.hidden_prefix.empty();
   if (layer_mask) {
     if (batch.hidden_prefix.size() != static_cast<size_t>(num_seqs) ||

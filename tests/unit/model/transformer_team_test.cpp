@@ -53,6 +53,7 @@ struct PagedCache {
 struct Step {
   std::vector<int32_t> tokens, positions, cu{0}, seq_lens, logit_rows, table;
   std::vector<int64_t> slots;
+  bool all_rows = true;  // logits of every row (prefill rows too), or only of each sequence's last, as the engine asks
   ForwardBatch batch(const PagedCache& c, std::vector<int32_t>& lengths, const std::vector<int32_t>& new_tokens,
                      Rng& rng, int32_t vocab) {
     for (int32_t s = 0; s < c.num_seqs; ++s) {
@@ -63,7 +64,7 @@ struct Step {
         positions.push_back(pos);
         const int32_t block = c.block_table[static_cast<size_t>(s) * c.max_blocks + pos / kBlockSize];
         slots.push_back(static_cast<int64_t>(block) * kBlockSize + pos % kBlockSize);
-        logit_rows.push_back(static_cast<int32_t>(tokens.size()) - 1);  // every row: prefill rows too
+        if (all_rows || i + 1 == new_tokens[s]) logit_rows.push_back(static_cast<int32_t>(tokens.size()) - 1);
       }
       lengths[s] += new_tokens[s];
       cu.push_back(static_cast<int32_t>(tokens.size()));
@@ -87,8 +88,9 @@ struct Step {
 // Runs `steps` (new tokens per sequence) through both schedules on caches of their own and compares every step's
 // logits and, at the end, every stored K/V byte.
 void expect_same_bits(const std::string& path, KvDtype dtype, int threads,
-                      const std::vector<std::vector<int32_t>>& steps, bool expect_team_for_small_steps = true) {
-  SCOPED_TRACE(path + ", kv " + kv_dtype_name(dtype) + ", " + std::to_string(threads) + " threads");
+                      const std::vector<std::vector<int32_t>>& steps, bool all_rows = true) {
+  SCOPED_TRACE(path + ", kv " + kv_dtype_name(dtype) + ", " + std::to_string(threads) + " threads" +
+               (all_rows ? "" : ", last rows' logits"));
   auto loaded = Model::load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const Model& model = **loaded;
@@ -110,10 +112,11 @@ void expect_same_bits(const std::string& path, KvDtype dtype, int threads,
   std::vector<float> team_logits, step_logits;
   for (size_t i = 0; i < steps.size(); ++i) {
     Step a, b;
+    a.all_rows = b.all_rows = all_rows;
     const ForwardBatch team_batch = a.batch(team_cache, team_len, steps[i], team_rng, static_cast<int32_t>(hp.n_vocab));
     const ForwardBatch step_batch = b.batch(step_cache, step_len, steps[i], step_rng, static_cast<int32_t>(hp.n_vocab));
     const int64_t T = static_cast<int64_t>(team_batch.tokens.size());
-    if (expect_team_for_small_steps && T < 16) {
+    if (T < 16) {
       EXPECT_TRUE(transformer_team_applies(model, team_batch, T, AttentionImpl::kFused)) << "step " << i;
     }
     ASSERT_TRUE(transformer_forward_batch(model, team_batch, team_cache.storage(), team_ws, pool, team_logits).ok());
@@ -140,6 +143,16 @@ TEST(TransformerTeam, EveryFamilyGivesTheBitsOfTheRegionPerStepForward) {
       expect_same_bits(shared(std::string("arch/") + arch + ".gguf"), KvDtype::kF16, threads, kMixed);
 }
 
+// More threads than heads and than row granules of some matrices (idle threads still meet every barrier), and the
+// engine's logits (each sequence's last row only, fewer rows than tokens).
+TEST(TransformerTeam, MoreThreadsThanHeadsAndLastRowLogitsGiveTheSameBits) {
+  for (int threads : {8, 17}) expect_same_bits(shared("stories260K.gguf"), KvDtype::kF16, threads, kMixed);
+  for (int threads : {2, 3}) {
+    expect_same_bits(shared("stories260K.gguf"), KvDtype::kF16, threads, kMixed, /*all_rows=*/false);
+    expect_same_bits(shared("arch/qwen3.gguf"), KvDtype::kQ8_0, threads, kMixed, /*all_rows=*/false);
+  }
+}
+
 TEST(TransformerTeam, EveryKvTypeAndQuantizedWeightsGiveTheSameBits) {
   for (const char* file : {"stories260K.gguf", "quant/synth-q-Q4_1.gguf", "quant/synth-q-Q4_K_M.gguf",
                            "quant/synth-q-Q2_K.gguf", "quant/synth-q-IQ4_XS.gguf"})
@@ -155,6 +168,26 @@ TEST(TransformerTeam, LongDecodeSplitAcrossThreadsGivesTheSameBits) {
   for (int threads : {2, 3})
     for (KvDtype dtype : {KvDtype::kF16, KvDtype::kQ8_0})
       expect_same_bits(shared("quant/synth-q-Q4_K_M.gguf"), dtype, threads, steps);
+}
+
+// Logit rows past T would overflow the buffers that gather them: they must be strictly ascending (so at most T).
+TEST(TransformerTeam, RepeatedLogitRowsAreAnErrorNotAnOverflow) {
+  auto loaded = Model::load(shared("stories260K.gguf"));
+  ASSERT_TRUE(loaded.ok());
+  const ModelHParams& hp = (**loaded).hparams();
+  PagedCache cache(hp, KvDtype::kF16, 1, 16);
+  std::vector<int32_t> lengths(1, 0);
+  Rng rng(1);
+  Step step;
+  ForwardBatch batch = step.batch(cache, lengths, {2}, rng, static_cast<int32_t>(hp.n_vocab));
+  const std::vector<int32_t> repeated = {1, 1, 1};
+  batch.logit_rows = repeated;
+  TransformerWorkspace ws;
+  ThreadPool pool(2);
+  std::vector<float> logits;
+  const Status st = transformer_forward_batch(**loaded, batch, cache.storage(), ws, pool, logits);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("strictly ascending"), std::string::npos) << st.error().message;
 }
 
 TEST(TransformerTeam, InstrumentedAndLargeBatchesKeepTheRegionPerStepForward) {
