@@ -151,9 +151,15 @@ int64_t num_groups(const WeightMatrix& w) { return (w.rows + group_rows(w) - 1) 
 constexpr int64_t kDynamicMinTokens = 48;
 constexpr int64_t kDynamicGrainGroups = 2;
 
+}  // namespace
+
+bool matmul_splits_rows_statically(int64_t num_tokens) { return num_tokens < kDynamicMinTokens; }
+
+namespace {
+
 template <class F>
 void for_row_groups(ThreadPool& pool, int64_t num_groups, int64_t num_tokens, F&& fn) {
-  if (num_tokens >= kDynamicMinTokens)
+  if (!matmul_splits_rows_statically(num_tokens))
     pool.parallel_for_dynamic(num_groups, kDynamicGrainGroups, fn);
   else
     pool.parallel_for(num_groups, fn);
@@ -226,8 +232,6 @@ void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const flo
   });
 }
 
-bool matmul_splits_rows_statically(int64_t num_tokens) { return num_tokens < kDynamicMinTokens; }
-
 size_t matmul_input_row_bytes(const WeightMatrix& w) {
   return uses_integer_dot(w.type) ? activation_row_bytes(activation_format(w.type), w.cols) : 0;
 }
@@ -237,18 +241,6 @@ void matmul_prepare_rows(const WeightMatrix& w, const float* x, int64_t t_begin,
   if (x_bytes == 0) return;
   const QuantKernels k = quant_kernels(w.type, active_isa().isa);
   for (int64_t t = t_begin; t < t_end; ++t) k.quantize(x + t * w.cols, w.cols, xq + t * x_bytes);
-}
-
-MatmulInput matmul_prepare(const WeightMatrix& w, const float* x, int64_t num_tokens, std::vector<uint8_t>& scratch) {
-  MatmulInput in;
-  in.x = x;
-  in.num_tokens = num_tokens;
-  in.x_bytes = matmul_input_row_bytes(w);
-  if (in.x_bytes == 0) return in;
-  scratch.resize(static_cast<size_t>(num_tokens) * in.x_bytes);
-  matmul_prepare_rows(w, x, 0, num_tokens, scratch.data());
-  in.xq = scratch.data();
-  return in;
 }
 
 bool matmul_shares_input(const WeightMatrix& a, const WeightMatrix& b) {

@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "kernels/cpu/weight_matrix.h"
 #include "util/thread_pool.h"
@@ -24,20 +23,19 @@ void matmul(const WeightMatrix& w, const float* x, int64_t num_tokens, float* y,
 void matmul_many(const WeightMatrix* const* w, float* const* y, int n, const float* x, int64_t num_tokens,
                  ThreadPool& pool);
 
-// One thread's share of a matmul inside a pool.run region (model/transformer_team.h): each thread prepares the
-// activations itself, then computes any rows, with bitwise the values matmul gives them.
+// One thread's share of a matmul inside a pool.run region (model/transformer_team.h): the activations prepared
+// (matmul_prepare_rows, by one thread or a share of the tokens each), then any rows, with bitwise the values matmul
+// gives them.
 struct MatmulInput {
   const float* x = nullptr;     // [num_tokens, cols] f32: what float weights read
   const uint8_t* xq = nullptr;  // [num_tokens, x_bytes] quantized for an integer-dot weight type, else nullptr
   size_t x_bytes = 0;
   int64_t num_tokens = 0;
 };
-// Prepares x ([num_tokens, w.cols]) for w's kernels, using `scratch` (the calling thread's own) for quantized rows.
-MatmulInput matmul_prepare(const WeightMatrix& w, const float* x, int64_t num_tokens, std::vector<uint8_t>& scratch);
 // Bytes of one token's prepared row for w: 0 for float weights (they read x itself).
 size_t matmul_input_row_bytes(const WeightMatrix& w);
 // Prepares tokens [t_begin, t_end) of x into the same rows of xq ([*, matmul_input_row_bytes(w)]): threads that
-// share one prepared input each prepare their own tokens (bitwise what matmul_prepare writes for them).
+// share one prepared input each prepare their own tokens (bitwise what matmul quantizes for them).
 void matmul_prepare_rows(const WeightMatrix& w, const float* x, int64_t t_begin, int64_t t_end, uint8_t* xq);
 // Whether matmul gives each thread one contiguous range of rows for a batch of num_tokens tokens (small batches:
 // they stream the weights from memory), rather than handing rows out dynamically (compute-bound batches).

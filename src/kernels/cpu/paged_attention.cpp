@@ -129,7 +129,8 @@ struct Portable {
   static float f16(uint16_t bits) { return f16_to_f32(bits); }
 };
 
-using KernelFn = void (*)(const PagedAttentionArgs&, ThreadPool&);
+// One thread's part of the fused kernel in one build (paged_attention_in_region's contract).
+using RegionFn = void (*)(const PagedAttentionArgs&, ThreadPool&, int, std::vector<float>&);
 
 bool cpu_supports(const char* isa) {
   for (KernelIsa k : {KernelIsa::kAvx512, KernelIsa::kAvx2, KernelIsa::kPortable})
@@ -137,19 +138,22 @@ bool cpu_supports(const char* isa) {
   return false;
 }
 
-KernelFn kernel_for(const char* isa) {
-  if (std::strcmp(isa, "avx512") == 0) return paged_attention_avx512;
-  if (std::strcmp(isa, "avx2") == 0) return paged_attention_avx2;
-  return paged_attention_portable;
+RegionFn kernel_for(const char* isa) {
+  if (std::strcmp(isa, "avx512") == 0) return paged_attention_region_avx512;
+  if (std::strcmp(isa, "avx2") == 0) return paged_attention_region_avx2;
+  return paged_attention_region_portable;
 }
 
-KernelFn detect() { return kernel_for(kernel_isa_name(default_kernel_isa())); }
+RegionFn detect() { return kernel_for(kernel_isa_name(default_kernel_isa())); }
+
+// The whole kernel on the pool: every thread its part, with one scratch buffer (the calling thread's) for all.
+void run_on_pool(RegionFn kernel, const PagedAttentionArgs& a, ThreadPool& pool) {
+  thread_local std::vector<float> scratch;
+  std::vector<float>& shared = scratch;
+  pool.run([&](int tid) { kernel(a, pool, tid, shared); });
+}
 
 }  // namespace
-
-void paged_attention_portable(const PagedAttentionArgs& a, ThreadPool& pool) {
-  attention_impl::paged_attention_with<Portable>(a, pool);
-}
 
 void paged_attention_region_portable(const PagedAttentionArgs& a, ThreadPool& pool, int tid,
                                      std::vector<float>& scratch) {
@@ -158,23 +162,17 @@ void paged_attention_region_portable(const PagedAttentionArgs& a, ThreadPool& po
 
 bool paged_attention_isa(const PagedAttentionArgs& a, ThreadPool& pool, const char* isa) {
   if (!cpu_supports(isa)) return false;
-  kernel_for(isa)(a, pool);
+  run_on_pool(kernel_for(isa), a, pool);
   return true;
 }
 
 void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool) {
-  static const KernelFn kernel = detect();
-  kernel(a, pool);
+  static const RegionFn kernel = detect();
+  run_on_pool(kernel, a, pool);
 }
 
 void paged_attention_in_region(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch) {
-  using RegionFn = void (*)(const PagedAttentionArgs&, ThreadPool&, int, std::vector<float>&);
-  static const RegionFn kernel = [] {
-    const char* isa = kernel_isa_name(default_kernel_isa());
-    if (std::strcmp(isa, "avx512") == 0) return RegionFn{paged_attention_region_avx512};
-    if (std::strcmp(isa, "avx2") == 0) return RegionFn{paged_attention_region_avx2};
-    return RegionFn{paged_attention_region_portable};
-  }();
+  static const RegionFn kernel = detect();
   kernel(a, pool, tid, scratch);
 }
 

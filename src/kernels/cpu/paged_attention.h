@@ -69,13 +69,11 @@ void paged_attention_reference(const PagedAttentionArgs& a, ThreadPool& pool);
 void paged_attention(const PagedAttentionArgs& a, ThreadPool& pool);
 // One build explicitly ("avx512", "avx2", "portable"); false (nothing run) when this CPU lacks it.
 bool paged_attention_isa(const PagedAttentionArgs& a, ThreadPool& pool, const char* isa);
-void paged_attention_avx512(const PagedAttentionArgs& a, ThreadPool& pool);
-void paged_attention_avx2(const PagedAttentionArgs& a, ThreadPool& pool);
-void paged_attention_portable(const PagedAttentionArgs& a, ThreadPool& pool);
 // One thread's part of paged_attention (the same bits), for the forward pass that runs a whole step in one pool.run
 // region (model/transformer_team.h): every thread of the region calls it with the same arguments and `scratch`, one
 // buffer for all of them (split-KV's saved states); read `out` only after a barrier.
 void paged_attention_in_region(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch);
+// The builds' parts (paged_attention and paged_attention_isa run them on the pool).
 void paged_attention_region_avx512(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch);
 void paged_attention_region_avx2(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch);
 void paged_attention_region_portable(const PagedAttentionArgs& a, ThreadPool& pool, int tid,

@@ -95,10 +95,6 @@ struct Avx2 {
 
 }  // namespace
 
-void paged_attention_avx2(const PagedAttentionArgs& a, ThreadPool& pool) {
-  attention_impl::paged_attention_with<Avx2>(a, pool);
-}
-
 void paged_attention_region_avx2(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch) {
   attention_impl::paged_attention_region_with<Avx2>(a, pool, tid, scratch);
 }

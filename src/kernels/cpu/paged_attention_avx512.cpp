@@ -67,10 +67,6 @@ struct Avx512 {
 
 }  // namespace
 
-void paged_attention_avx512(const PagedAttentionArgs& a, ThreadPool& pool) {
-  attention_impl::paged_attention_with<Avx512>(a, pool);
-}
-
 void paged_attention_region_avx512(const PagedAttentionArgs& a, ThreadPool& pool, int tid, std::vector<float>& scratch) {
   attention_impl::paged_attention_region_with<Avx512>(a, pool, tid, scratch);
 }

@@ -791,11 +791,4 @@ void paged_attention_region_with(const PagedAttentionArgs& a, ThreadPool& pool, 
   }
 }
 
-template <class Isa>
-void paged_attention_with(const PagedAttentionArgs& a, ThreadPool& pool) {
-  thread_local std::vector<float> scratch;
-  std::vector<float>& shared = scratch;  // the calling thread's, for every thread of the region
-  pool.run([&](int tid) { paged_attention_region_with<Isa>(a, pool, tid, shared); });
-}
-
 }  // namespace pagoda::attention_impl
