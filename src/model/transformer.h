@@ -33,6 +33,7 @@ struct TransformerWorkspace {
   std::vector<int32_t> kv_begin;    // [num_seqs] one layer's first attended key per sequence (layer mask)
   std::vector<float> attention_scratch;  // split-KV decode's saved states, shared by the threads of a region
   std::vector<uint8_t> team_xq[3];       // [T, row bytes] activations quantized by the threads of a region together
+  std::vector<uint8_t> team_down_xq;     // [T, row bytes] the down projection's input, each thread its own columns
   void reserve(const ModelHParams& hp, int64_t num_tokens);
 };
 

@@ -111,6 +111,27 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
     for (std::vector<uint8_t>& b : ws.team_xq) b.resize(static_cast<size_t>(T) * row_bytes);
   }
 
+  // The down projection's input is prepared by the threads that computed it, each its own feed-forward rows (hot in
+  // its cache; half the work, and a quarter of the bytes cross to the other thread), where its prepared row is
+  // plain blocks and every thread's rows start on a block.
+  auto ff_granule = [&](const LayerWeights& l) {  // feed-forward rows are shared out in whole granules of these
+    return spec.mlp == MlpKind::kSwiGlu ? std::lcm(matmul_row_granule(l.w_gate), matmul_row_granule(l.w_up))
+                                        : matmul_row_granule(l.w_up);
+  };
+  auto down_by_cols = [&](const LayerWeights& l) {
+    const int64_t block_cols = matmul_input_block_cols(l.w_down);
+    if (block_cols == 0) return false;
+    for (int t = 0; t < nt; ++t)
+      if (row_share(FF, ff_granule(l), t, nt).begin % block_cols != 0) return false;
+    return true;
+  };
+  {
+    size_t down_bytes = 0;
+    for (const LayerWeights& l : w.layers)
+      if (down_by_cols(l)) down_bytes = std::max(down_bytes, matmul_input_row_bytes(l.w_down));
+    ws.team_down_xq.resize(static_cast<size_t>(T) * down_bytes);
+  }
+
   pool.run([&](int tid) {
     thread_local std::vector<float> own_xn;  // [T, E] this thread's normalised input of a sub-layer (few tokens)
     thread_local std::vector<uint8_t> own_xq[3];
@@ -169,9 +190,7 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       uint8_t* v_layer = kv.v_base + il * kv.layer_stride;
       const bool swiglu = spec.mlp == MlpKind::kSwiGlu;
       const Range wo_rows = row_share(E, matmul_row_granule(l.wo), tid, nt);
-      const Range ff_rows = row_share(
-          FF, swiglu ? std::lcm(matmul_row_granule(l.w_gate), matmul_row_granule(l.w_up)) : matmul_row_granule(l.w_up),
-          tid, nt);
+      const Range ff_rows = row_share(FF, ff_granule(l), tid, nt);
       const Range down_rows = row_share(E, matmul_row_granule(l.w_down), tid, nt);
 
       // 1. Q, K, V of this thread's heads: biases, per-head norms, rotation, and the K/V stored to their slots.
@@ -254,6 +273,13 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
         add_bias_rows(ws.up.data(), l.b_up, T, FF, r);
         for (int64_t t = 0; t < T; ++t) gelu(hp.gelu, ws.up.data() + t * FF + r.begin, r.end - r.begin);
       }
+      const bool down_cols = down_by_cols(l);
+      if (down_cols) {
+        const size_t x_bytes = matmul_input_row_bytes(l.w_down);
+        for (int64_t t = 0; t < T; ++t)
+          matmul_prepare_cols(l.w_down, hidden + t * FF, ff_rows.begin, ff_rows.end,
+                              ws.team_down_xq.data() + t * x_bytes);
+      }
       warm.set({matmul_row_bytes(l.w_down, down_rows.begin, down_rows.end)});
       barrier();
 
@@ -261,7 +287,10 @@ void transformer_forward_team(const Model& model, const ForwardBatch& batch, con
       {
         const Range r = down_rows;
         const WeightMatrix* down[1] = {&l.w_down};
-        prepare(down, 1, hidden, T, nullptr, nullptr);
+        if (down_cols)
+          in[0] = MatmulInput{hidden, ws.team_down_xq.data(), matmul_input_row_bytes(l.w_down), T};
+        else
+          prepare(down, 1, hidden, T, nullptr, nullptr);
         matmul_rows(l.w_down, in[0], ws.proj.data(), r.begin, r.end);
         add_bias_rows(ws.proj.data(), l.b_down, T, E, r);
         for (int64_t t = 0; t < T; ++t) {

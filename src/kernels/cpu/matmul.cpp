@@ -243,6 +243,25 @@ void matmul_prepare_rows(const WeightMatrix& w, const float* x, int64_t t_begin,
   for (int64_t t = t_begin; t < t_end; ++t) k.quantize(x + t * w.cols, w.cols, xq + t * x_bytes);
 }
 
+int64_t matmul_input_block_cols(const WeightMatrix& w) {
+  if (!uses_integer_dot(w.type)) return 0;
+  switch (activation_format(w.type)) {
+    case ActivationFormat::kQ8_1: return 32;
+    case ActivationFormat::kQ8_K: return 256;
+    case ActivationFormat::kQ8_0: return 0;
+  }
+  return 0;
+}
+
+void matmul_prepare_cols(const WeightMatrix& w, const float* x, int64_t col_begin, int64_t col_end, uint8_t* xq) {
+  const int64_t block_cols = matmul_input_block_cols(w);
+  assert(block_cols > 0 && col_begin % block_cols == 0 && col_end % block_cols == 0 && col_end <= w.cols);
+  if (col_begin >= col_end) return;
+  const size_t block_bytes = matmul_input_row_bytes(w) / static_cast<size_t>(w.cols / block_cols);
+  quant_kernels(w.type, active_isa().isa)
+      .quantize(x + col_begin, col_end - col_begin, xq + static_cast<size_t>(col_begin / block_cols) * block_bytes);
+}
+
 bool matmul_shares_input(const WeightMatrix& a, const WeightMatrix& b) {
   if (a.cols != b.cols || uses_integer_dot(a.type) != uses_integer_dot(b.type)) return false;
   return !uses_integer_dot(a.type) || activation_format(a.type) == activation_format(b.type);

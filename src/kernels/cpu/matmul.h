@@ -37,6 +37,14 @@ size_t matmul_input_row_bytes(const WeightMatrix& w);
 // Prepares tokens [t_begin, t_end) of x into the same rows of xq ([*, matmul_input_row_bytes(w)]): threads that
 // share one prepared input each prepare their own tokens (bitwise what matmul quantizes for them).
 void matmul_prepare_rows(const WeightMatrix& w, const float* x, int64_t t_begin, int64_t t_end, uint8_t* xq);
+// Columns per block of w's prepared input row when that row is nothing but blocks quantized independently (the
+// Q8_1 and Q8_K formats), so that a range of whole blocks can be prepared on its own (matmul_prepare_cols); 0 for
+// float weights and for Q8_0 rows (their lane sums, block sums and scales follow all the blocks).
+int64_t matmul_input_block_cols(const WeightMatrix& w);
+// Columns [col_begin, col_end) of one token's input x ([w.cols]; both multiples of matmul_input_block_cols(w) > 0)
+// into their blocks of its prepared row xq ([matmul_input_row_bytes(w)]): bitwise those bytes of matmul_prepare_rows.
+// Threads that each produced a range of x's columns prepare them where they are in cache.
+void matmul_prepare_cols(const WeightMatrix& w, const float* x, int64_t col_begin, int64_t col_end, uint8_t* xq);
 // Whether matmul gives each thread one contiguous range of rows for a batch of num_tokens tokens (small batches:
 // they stream the weights from memory), rather than handing rows out dynamically (compute-bound batches).
 bool matmul_splits_rows_statically(int64_t num_tokens);

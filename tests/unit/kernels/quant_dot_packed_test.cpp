@@ -284,6 +284,40 @@ TEST_P(PackedDot, RowsOfOneThreadsShareAreMatmulsBits) {
   EXPECT_TRUE(matmul_row_bytes(packed, 8, 8).empty());
 }
 
+// matmul_prepare_cols: where a prepared row is plain blocks (Q8_1, Q8_K), threads that each prepare a range of whole
+// blocks, in any order, write exactly the bytes matmul_prepare_rows writes; Q8_0 rows (a trailer after the blocks)
+// and float weights report 0 block columns.
+TEST_P(PackedDot, ColumnRangesPreparedApartAreThePreparedRow) {
+  const GgmlType t = GetParam();
+  const int64_t K = 512, N = 16;
+  auto bytes = random_rows(t, N, K, 79, 0.02f);
+  WeightMatrix w{bytes.data(), t, K, N, row_bytes(t, K)};
+  const int64_t block_cols = matmul_input_block_cols(w);
+  if (activation_format(t) == ActivationFormat::kQ8_0) {
+    EXPECT_EQ(block_cols, 0);
+    return;
+  }
+  ASSERT_EQ(block_cols, activation_format(t) == ActivationFormat::kQ8_K ? 256 : 32);
+  Rng rng(80);
+  std::vector<float> x(K);
+  for (auto& v : x) v = static_cast<float>(rng.next_double() * 2 - 1);
+  x[7] = 0.0f;
+  std::vector<uint8_t> want(matmul_input_row_bytes(w)), got(want.size(), 0xAB);
+  matmul_prepare_rows(w, x.data(), 0, 1, want.data());
+  const int64_t mid = K / 2 / block_cols * block_cols;
+  matmul_prepare_cols(w, x.data(), mid, K, got.data());  // the second thread's columns first
+  EXPECT_NE(want, got);
+  matmul_prepare_cols(w, x.data(), 0, mid, got.data());
+  matmul_prepare_cols(w, x.data(), mid, mid, got.data());  // an empty range writes nothing
+  EXPECT_EQ(want, got);
+}
+
+TEST(PackedWeightsTest, FloatWeightsHaveNoPreparedBlocks) {
+  std::vector<uint8_t> bytes(row_bytes(GgmlType::F16, 64) * 2);
+  const WeightMatrix w{bytes.data(), GgmlType::F16, 64, 2, row_bytes(GgmlType::F16, 64)};
+  EXPECT_EQ(matmul_input_block_cols(w), 0);
+}
+
 TEST(PackedWeightsTest, EveryQuantizedTypePacksAndFloatsDoNot) {
   for (GgmlType t : kPackedTypes) EXPECT_TRUE(packs_for_matmul(t));
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
