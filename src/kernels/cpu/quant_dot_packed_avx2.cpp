@@ -6,6 +6,8 @@
 // the portable dot's.
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "kernels/cpu/quant_dot_packed.h"
 #include "kernels/cpu/quant_dot_packed_simd.h"
 
@@ -77,9 +79,46 @@ void store_rows(const __m256 (&acc)[kTokens], float* y, int64_t y_stride, int va
   }
 }
 
+// Q8_0 decode (one token; the output head of a tied-embedding model such as SmolLM2's): both halves of each record in
+// one pass, as tile_q4_1_decode does, so each block's 8 activation broadcasts serve the 16 rows and the records are
+// read once, in order. The integer sums are exact in any order, and each lane's float update is tile()'s: the
+// same bits.
+void tile_q8_0_decode(const uint8_t* group, const uint8_t* x0, int64_t K, float* y, int n_rows) {
+  constexpr size_t kRecord = record_bytes(8);
+  const int64_t nb = K / kQK;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const TokenRow row(x0, K);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  NextGroupPrefetch ahead(group, nb * kRecord, nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRecord;
+    ahead.at(b);
+    const int8_t* q = row.qs(b);
+    __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int c = 0; c < 8; ++c) {
+      const __m256i xb = broadcast4(q + x_offset_q8(c));
+      for (int h = 0; h < 2; ++h) {
+        const __m256i lv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 2 * kPackRows + 64 * c + 32 * h));
+        sum[h] = _mm256_add_epi32(
+            sum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(lv), _mm256_sign_epi8(xb, lv)), ones));
+      }
+    }
+    const __m256 dx = _mm256_set1_ps(row.scale(b));
+    for (int h = 0; h < 2; ++h) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
+      acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[h]), _mm256_mul_ps(dw, dx), acc[h]);
+    }
+  }
+  for (int h = 0; h < 2 && 8 * h < n_rows; ++h) {
+    const __m256 out[1] = {acc[h]};
+    store_rows<1>(out, y + 8 * h, 0, n_rows - 8 * h);
+  }
+}
+
 template <class Half, int kTokens>
 void tile(const uint8_t* group, const uint8_t* x0, size_t x_stride, int64_t K, float* y, int64_t y_stride,
           int n_rows) {
+  if constexpr (std::is_same_v<Half, SignedHalf<0>> && kTokens == 1) return tile_q8_0_decode(group, x0, K, y, n_rows);
   constexpr size_t kRecord = record_bytes(Half::kChunks);
   const int64_t nb = K / kQK;
   const uint8_t* rows[kTokens];
