@@ -79,6 +79,14 @@ void store_rows(const __m256 (&acc)[kTokens], float* y, int64_t y_stride, int va
   }
 }
 
+// The two 8-row halves of a one-token tile's 16 rows, stored with a fixed path (no loop indexing them), so the
+// accumulators stay in registers (indexed in a loop, GCC kept them on the stack and carried them through memory).
+inline void store_halves(__m256 low, __m256 high, float* y, int n_rows) {
+  const __m256 first[1] = {low}, second[1] = {high};
+  store_rows<1>(first, y, 0, n_rows);
+  if (n_rows > 8) store_rows<1>(second, y + 8, 0, n_rows - 8);
+}
+
 // Q8_0 decode (one token; the output head of a tied-embedding model such as SmolLM2's): both halves of each record in
 // one pass, as tile_q4_1_decode does, so each block's 8 activation broadcasts serve the 16 rows and the records are
 // read once, in order. The integer sums are exact in any order, and each lane's float update is tile()'s: the
@@ -88,31 +96,32 @@ void tile_q8_0_decode(const uint8_t* group, const uint8_t* x0, int64_t K, float*
   const int64_t nb = K / kQK;
   const __m256i ones = _mm256_set1_epi16(1);
   const TokenRow row(x0, K);
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   NextGroupPrefetch ahead(group, nb * kRecord, nb);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRecord;
     ahead.at(b);
     const int8_t* q = row.qs(b);
-    __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+#pragma GCC unroll 1  // unrolled, GCC hoisted every load and spilled the accumulators (16 ymm registers)
     for (int c = 0; c < 8; ++c) {
       const __m256i xb = broadcast4(q + x_offset_q8(c));
-      for (int h = 0; h < 2; ++h) {
-        const __m256i lv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 2 * kPackRows + 64 * c + 32 * h));
-        sum[h] = _mm256_add_epi32(
-            sum[h], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(lv), _mm256_sign_epi8(xb, lv)), ones));
-      }
+      const uint8_t* chunk = rec + 2 * kPackRows + 64 * c;
+      const __m256i lv0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk));
+      const __m256i lv1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + 32));
+      auto products = [&](__m256i lv) {  // 8 rows' sums of 4 signed products, as int32
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(lv), _mm256_sign_epi8(xb, lv)), ones);
+      };
+      sum0 = _mm256_add_epi32(sum0, products(lv0));
+      sum1 = _mm256_add_epi32(sum1, products(lv1));
     }
     const __m256 dx = _mm256_set1_ps(row.scale(b));
-    for (int h = 0; h < 2; ++h) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
-      acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[h]), _mm256_mul_ps(dw, dx), acc[h]);
-    }
+    const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
+    const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16)));
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum0), _mm256_mul_ps(dw0, dx), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum1), _mm256_mul_ps(dw1, dx), acc1);
   }
-  for (int h = 0; h < 2 && 8 * h < n_rows; ++h) {
-    const __m256 out[1] = {acc[h]};
-    store_rows<1>(out, y + 8 * h, 0, n_rows - 8 * h);
-  }
+  store_halves(acc0, acc1, y, n_rows);
 }
 
 template <class Half, int kTokens>
@@ -150,35 +159,38 @@ void tile_q4_1_decode(const uint8_t* group, const uint8_t* x0, int64_t K, float*
   const int64_t nb = K / kQK;
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   const BlockQ8_1* x = reinterpret_cast<const BlockQ8_1*>(x0);
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, mins[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), mins0 = _mm256_setzero_ps(),
+         mins1 = _mm256_setzero_ps();
   NextGroupPrefetch ahead(group, nb * kRecord, nb);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRecord;
     ahead.at(b);
     const int8_t* q = x[b].qs;
-    __m256i s16[2];
+    __m256i s16_0 = _mm256_setzero_si256(), s16_1 = _mm256_setzero_si256();  // int16 sums stay exact from zero
+#pragma GCC unroll 1  // as in tile_q8_0_decode
     for (int c = 0; c < 4; ++c) {
       const __m256i x_low = broadcast4(q + x_offset_nibbles(2 * c)), x_high = broadcast4(q + x_offset_nibbles(2 * c + 1));
-      for (int h = 0; h < 2; ++h) {
-        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQsAt + 64 * c + 32 * h));
+      const uint8_t* chunk = rec + kQsAt + 64 * c;
+      const __m256i bytes0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk));
+      const __m256i bytes1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + 32));
+      auto products = [&](__m256i bytes) {  // both nibbles' products, summed in int16 pairs
         const __m256i low = _mm256_and_si256(bytes, m4), high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(low, x_low), _mm256_maddubs_epi16(high, x_high));
-        s16[h] = c == 0 ? p : _mm256_add_epi16(s16[h], p);
-      }
+        return _mm256_add_epi16(_mm256_maddubs_epi16(low, x_low), _mm256_maddubs_epi16(high, x_high));
+      };
+      s16_0 = _mm256_add_epi16(s16_0, products(bytes0));
+      s16_1 = _mm256_add_epi16(s16_1, products(bytes1));
     }
     const __m256 dx = _mm256_set1_ps(_cvtsh_ss(x[b].d)), sx = _mm256_set1_ps(_cvtsh_ss(x[b].s));
-    for (int h = 0; h < 2; ++h) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16 * h)));
-      const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kMinAt + 16 * h)));
-      const __m256i sum = _mm256_madd_epi16(s16[h], ones);
-      acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, dx), acc[h]);
-      mins[h] = _mm256_add_ps(mins[h], _mm256_mul_ps(mw, sx));
-    }
+    const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
+    const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 16)));
+    const __m256 mw0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kMinAt)));
+    const __m256 mw1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kMinAt + 16)));
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16_0, ones)), _mm256_mul_ps(dw0, dx), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16_1, ones)), _mm256_mul_ps(dw1, dx), acc1);
+    mins0 = _mm256_add_ps(mins0, _mm256_mul_ps(mw0, sx));
+    mins1 = _mm256_add_ps(mins1, _mm256_mul_ps(mw1, sx));
   }
-  for (int h = 0; h < 2 && 8 * h < n_rows; ++h) {
-    const __m256 out[1] = {_mm256_add_ps(acc[h], mins[h])};
-    store_rows<1>(out, y + 8 * h, 0, n_rows - 8 * h);
-  }
+  store_halves(_mm256_add_ps(acc0, mins0), _mm256_add_ps(acc1, mins1), y, n_rows);
 }
 
 // Q4_1 and Q5_1 (unsigned levels and a min, against Q8_1) and Q5_0 (levels q - 16, against Q8_0), 8 rows at a
