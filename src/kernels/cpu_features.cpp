@@ -4,6 +4,8 @@
 #include <cstring>
 #include <optional>
 
+#include <unistd.h>
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -88,6 +90,14 @@ std::string cpu_model_name() {
 #else
   return {};
 #endif
+}
+
+long cpu_l1d_bytes() {
+  static const long bytes = [] {
+    const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return v >= (16L << 10) && v <= (256L << 10) ? v : 32L << 10;
+  }();
+  return bytes;
 }
 
 const char* kernel_isa_name(KernelIsa isa) {

@@ -23,6 +23,9 @@ const CpuFeatures& cpu_features();
 std::string cpu_flags_string(const CpuFeatures& f);
 // The CPU's brand string ("AMD EPYC 9454P 48-Core Processor"); empty when CPUID has none.
 std::string cpu_model_name();
+// Bytes of one core's L1 data cache as the C library reports it (sysconf), read once; 32 KiB when it reports none
+// or a value outside 16-256 KiB.
+long cpu_l1d_bytes();
 
 enum class KernelIsa { kPortable, kAvx2, kAvx512 };
 const char* kernel_isa_name(KernelIsa isa);  // "portable", "avx2", "avx512"

@@ -20,7 +20,7 @@ struct Avx2 {
   static constexpr int kSmallTileRows = 3;
   static constexpr int kDecodeTileRows = 6;
   // Tokens outer (tiled_rows) up to half of a Zen 3 L1d: 4 tokens of up to 1,024 floats.
-  static constexpr int64_t kTokenTileL1Bytes = int64_t{16} << 10;
+  static int64_t token_tile_bytes() { return int64_t{16} << 10; }
 
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec load_x(const float* p, int n) {

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_tiles.h"
+#include "kernels/cpu_features.h"
 
 namespace pagoda::kernels {
 namespace {
@@ -22,7 +23,7 @@ struct Avx512 {
   static constexpr int kSmallTileTokens = 4;  // small batches: 4 x 6 (16 tokens = 4 full tiles)
   static constexpr int kSmallTileRows = 6;
   static constexpr int kDecodeTileRows = 8;
-  static constexpr int64_t kTokenTileL1Bytes = 0;  // rows outer always (tiled_rows)
+  static int64_t token_tile_bytes() { return cpu_l1d_bytes(); }  // tokens outer up to the whole L1d
 
   static __mmask16 mask(int n) { return n == kLanes ? 0xffff : static_cast<__mmask16>((1u << n) - 1); }
   static Vec zero() { return _mm512_setzero_ps(); }

@@ -7,7 +7,7 @@
 //   static constexpr int kLanes;
 //   static constexpr int kTileTokens, kTileRows, kDecodeTileRows;   // prefill tiles, decode tile height
 //   static constexpr int kSmallTileTokens, kSmallTileRows;          // tiles for small batches (< kSmallBatch)
-//   static constexpr int64_t kTokenTileL1Bytes;             // token tiles up to this size go tokens outer (0: never)
+//   static int64_t token_tile_bytes();                     // token tiles up to this size go tokens outer
 //   static Vec zero();
 //   static Vec load_x(const float* p, int n);              // n valid lanes (n == kLanes: full), rest zero
 //   template <GgmlType T> static Vec load_w(const uint8_t* row, int64_t k, int n);  // elements k..k+n of a row
@@ -50,13 +50,15 @@ constexpr int64_t token_chunk(int64_t K) {
 // Loop order. Rows outer (below): a row tile's weights stay in L1 while a chunk of tokens' activations streams from
 // L2 (kTileTokens vectors per step). Tokens outer: a token tile's activations stay in L1 while the range's weight
 // rows stream from L2 (kTileRows half-width vectors per step), which moves fewer bytes from L2 whenever the token
-// tile fits in half of L1 and the range's rows in L2 (the dynamically scheduled row groups of a prefill).
-// Isa::kTokenTileL1Bytes is the largest token tile that goes tokens outer (0: never; the AVX-512 tiles have not been
-// measured that way).
+// tile fits in L1 and the range's rows in L2 (the dynamically scheduled row groups of a prefill).
+// Isa::token_tile_bytes() is the largest token tile that goes tokens outer: half of a Zen 3 L1d for the AVX2 tiles
+// (4 x 3), the CPU's whole L1d for the AVX-512 ones (6 x 4). Measured on Zen 5 (48 KiB L1d), 134M F16 prefill, in
+// alternating runs: pp256 1,870 -> 2,048 tok/s (medians of 6); one 48-row range of 512 tokens, K = 2,048: 59 -> 85%
+// of the FMA peak (docs/PERFORMANCE.md).
 constexpr int64_t kRowRangeL2Bytes = int64_t{256} << 10;
 template <class Isa, int kTileTokens>
-constexpr bool tokens_outer(int64_t K, int64_t range_weight_bytes) {
-  return kTileTokens * K * static_cast<int64_t>(sizeof(float)) <= Isa::kTokenTileL1Bytes &&
+inline bool tokens_outer(int64_t K, int64_t range_weight_bytes) {
+  return kTileTokens * K * static_cast<int64_t>(sizeof(float)) <= Isa::token_tile_bytes() &&
          range_weight_bytes <= kRowRangeL2Bytes;
 }
 
