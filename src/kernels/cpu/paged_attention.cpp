@@ -58,6 +58,7 @@ namespace {
 
 // The portable build of the fused kernel: the same operations as the SIMD builds, lane by lane.
 struct Portable {
+  static constexpr int kRegisterVectors = 1;  // V values the register file holds
   struct V {
     float l[16];
   };

@@ -9,6 +9,7 @@ namespace pagoda {
 namespace {
 
 struct Avx2 {
+  static constexpr int kRegisterVectors = 8;  // V values the register file holds
   struct V {
     __m256 lo, hi;  // lanes 0..7, 8..15
   };
@@ -63,7 +64,7 @@ struct Avx2 {
                                    _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
     return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   }
-  static V reduce_sum16(const V* d) { return {reduce_sum8(d), reduce_sum8(d + 8)}; }
+  __attribute__((always_inline)) static V reduce_sum16(const V* d) { return {reduce_sum8(d), reduce_sum8(d + 8)}; }
   // Lanes >= n of a partial row are read from a zeroed copy (never past the row).
   template <class Load>
   static V load_u16(const uint16_t* p, int n, Load cvt8) {

@@ -12,6 +12,7 @@ namespace pagoda {
 namespace {
 
 struct Avx512 {
+  static constexpr int kRegisterVectors = 32;  // V values the register file holds
   using V = __m512;
   static __mmask16 mask(int n) { return n >= 16 ? 0xffff : static_cast<__mmask16>((1u << n) - 1); }
   static V zero() { return _mm512_setzero_ps(); }
@@ -37,7 +38,7 @@ struct Avx512 {
   }
   // Lane i: reduce_sum(d[i]) for 16 vectors at once, adding the same pairs at each level of the same tree, with the
   // vectors' halves, quarters, ... transposed side by side by shuffles between the levels.
-  static V reduce_sum16(const V* d) {
+  __attribute__((always_inline)) static V reduce_sum16(const V* d) {
     V u[8], v[4], w[2];
     for (int i = 0; i < 8; ++i)  // [u of d[2i] | u of d[2i+1]]: lanes l + l+8 of each
       u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(d[2 * i], d[2 * i + 1], 0x44),

@@ -7,6 +7,7 @@
 //   (one rounding), round_nearest(v) (ties to even), pow2i(v) (2^v for integral v in [-126, 127]),
 //   reduce_sum(v) with the fixed tree below, reduce_sum16(d) (lane i: reduce_sum(d[i]), bitwise), reduce_max(v);
 //   and the exact conversions of stored K/V: load_f16(p, n), load_bf16(p, n), load_i8(p) (16 int8), f16(bits).
+//   kRegisterVectors: how many V fit in the register file (sizes tile_steps' groups of states).
 // reduce_sum tree: u[i] = l[i] + l[i+8] (i < 8); v[i] = u[i] + u[i+4] (i < 4); w[i] = v[i] + v[i+2] (i < 2);
 // sum = w[0] + w[1].
 //
@@ -34,7 +35,7 @@ namespace pagoda::inline PAGODA_ISA_NAMESPACE::attention_impl {
 
 constexpr int kMaxHeadVecs = 16;  // head_dim <= 256
 constexpr int kMaxGroup = 8;      // query heads per fused job (more share a KV head: several jobs)
-constexpr int32_t kQueryGroup = 4;  // consecutive prefill queries of a sequence per fused job
+constexpr int32_t kQueryGroup = 8;  // consecutive prefill queries of a sequence per fused job
 
 struct Job {
   int32_t seq;
@@ -272,6 +273,114 @@ void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>
   st.cur_keys += n;
 }
 
+// States of a group in tile_steps: as many as leave their accumulators ([group][kVecs]), one V row and a weight in
+// registers, at most 4.
+template <class Isa, int kVecs>
+constexpr int value_group() {
+  const int fit = kVecs > 0 ? (Isa::kRegisterVectors - kVecs - 2) / kVecs : 1;
+  return fit < 1 ? 1 : fit > 4 ? 4 : fit;
+}
+
+// The scores of keys [i0, i0 + 16) of a tile for one query (f32 rows; keys at or past n contribute 0 products):
+// tile_step's products and reduce_sum16, unrolled so the products stay in registers.
+template <class Isa, int kVecs, bool kFull>
+__attribute__((always_inline)) inline typename Isa::V scores16(const typename Isa::V* q, const TileRows& rows,
+                                                               int32_t i0, int32_t n) {
+  using V = typename Isa::V;
+  V d[16];
+#pragma GCC unroll 16
+  for (int32_t i = 0; i < 16; ++i) {
+    V di = Isa::zero();
+    if (kFull || i0 + i < n) {
+      const float* k = reinterpret_cast<const float*>(rows.k[i0 + i]);
+#pragma GCC unroll 16
+      for (int j = 0; j < kVecs; ++j) di = Isa::fma(q[j], Isa::load(k + 16 * j, 16), di);
+    }
+    d[i] = di;
+  }
+  return Isa::reduce_sum16(d);
+}
+
+// tile_step for kGroup states over the same tile of f32 rows (staged, or an f32 cache): each state's operations
+// exactly tile_step's, in its order, so the same bits. Only the interleaving differs: a state's weighted values are
+// a chain of dependent multiply-adds per vector (kVecs chains, one key after the other), too few to keep the FMA
+// units busy; here each key's V row is loaded once and weighted into every state of the group, kGroup * kVecs
+// chains side by side. Prefill attention of SmolLM2's shape (9/3 heads of 64, 2,048 tokens), Zen 5, AVX-512:
+// docs/PERFORMANCE.md.
+template <class Isa, int kVecs, int kGroup>
+inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states) {
+  using V = typename Isa::V;
+  static_assert(kVecs > 0, "full vectors only");
+  alignas(64) float scores[kKeyTile];
+  alignas(64) float weights[kGroup][kKeyTile];
+  float new_max[kGroup], correction[kGroup];
+  const int32_t n = rows.n;
+  const V scale = Isa::set1(a.scale);
+  for (int g = 0; g < kGroup; ++g) {
+    HeadState<Isa>& st = states[g];
+    V q[kVecs];
+#pragma GCC unroll 16
+    for (int j = 0; j < kVecs; ++j) q[j] = st.q[j];
+    if (n == kKeyTile) {
+      Isa::store(scores, Isa::mul(scores16<Isa, kVecs, true>(q, rows, 0, n), scale));
+      Isa::store(scores + 16, Isa::mul(scores16<Isa, kVecs, true>(q, rows, 16, n), scale));
+    } else {
+      for (int32_t i0 = 0; i0 < n; i0 += 16)
+        Isa::store(scores + i0, Isa::mul(scores16<Isa, kVecs, false>(q, rows, i0, n), scale));
+    }
+    correction[g] = softmax_tile<Isa>(scores, weights[g], n, st.cur, &new_max[g]);
+  }
+  V acc[kGroup][kVecs];
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroup; ++g) {
+    const V c = Isa::set1(correction[g]);
+#pragma GCC unroll 16
+    for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::mul(states[g].cur.acc[j], c);
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    const float* v = reinterpret_cast<const float*>(rows.v[i]);
+    V vr[kVecs];
+#pragma GCC unroll 16
+    for (int j = 0; j < kVecs; ++j) vr[j] = Isa::load(v + 16 * j, 16);
+#pragma GCC unroll 4
+    for (int g = 0; g < kGroup; ++g) {
+      const V w = Isa::set1(weights[g][i]);
+#pragma GCC unroll 16
+      for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::fma(w, vr[j], acc[g][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroup; ++g) {
+    Partial<Isa>& cur = states[g].cur;
+    cur.max = new_max[g];
+#pragma GCC unroll 16
+    for (int j = 0; j < kVecs; ++j) cur.acc[j] = acc[g][j];
+    states[g].cur_keys += n;
+  }
+}
+
+// tile_step for `count` states over one tile of f32 rows, value_group() states at a time (tile_steps_group).
+template <class Isa, int kVecs>
+void tile_steps(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states, int count) {
+  constexpr int kGroup = value_group<Isa, kVecs>();
+  if constexpr (kGroup == 1) {  // (too few registers: the products of scores16 would spill)
+    for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, rows, states[g]);
+    return;
+  }
+  int g = 0;
+  for (; g + kGroup <= count; g += kGroup) tile_steps_group<Isa, kVecs, kGroup>(a, rows, states + g);
+  switch (count - g) {
+    case 0: return;
+    case 1: return tile_steps_group<Isa, kVecs, 1>(a, rows, states + g);
+    case 2:
+      if constexpr (kGroup > 2) return tile_steps_group<Isa, kVecs, 2>(a, rows, states + g);
+      break;
+    case 3:
+      if constexpr (kGroup > 3) return tile_steps_group<Isa, kVecs, 3>(a, rows, states + g);
+      break;
+  }
+}
+
 // Ends the current segment: its state folded into the segments before it, and a fresh one started.
 template <class Isa>
 inline void close_segment(HeadState<Isa>& st, int nv) {
@@ -341,6 +450,7 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
   const int32_t* table = a.block_table + static_cast<int64_t>(seq) * a.max_blocks;
   int32_t block_index = from / a.block_size, offset = from % a.block_size;
   const bool stage = kT != KvDtype::kF32 && count >= 2;
+  const bool f32_rows_together = kVecs > 0 && kT == KvDtype::kF32 && count >= 2;  // an f32 cache: tile_steps
   constexpr int kStagedFloats = kT == KvDtype::kF32 ? 16 : kKeyTile * 16 * (kVecs > 0 ? kVecs : kMaxHeadVecs);
   alignas(64) float k_f32[kStagedFloats];  // [kKeyTile][16 * nv]
   alignas(64) float v_f32[kStagedFloats];
@@ -373,7 +483,12 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
       HeadState<Isa>* head_states = states + h * count;
       if (stage) {
         stage_tile<Isa, kVecs, kT>(a, *head_rows, k_f32, v_f32, staged);
-        for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, staged, head_states[g]);
+        if constexpr (kVecs > 0)
+          tile_steps<Isa, kVecs>(a, staged, head_states, count);
+        else
+          for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, staged, head_states[g]);
+      } else if (f32_rows_together) {
+        if constexpr (kVecs > 0 && kT == KvDtype::kF32) tile_steps<Isa, kVecs>(a, *head_rows, head_states, count);
       } else {
         for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, *head_rows, head_states[g]);
       }
