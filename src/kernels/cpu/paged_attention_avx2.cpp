@@ -50,7 +50,7 @@ struct Avx2 {
   }
   // Lane i: reduce_sum(d[i]) for 16 vectors at once (keys 0..7 into lo, 8..15 into hi), adding the same pairs at
   // each level of the same tree, with the vectors' halves, quarters, ... transposed side by side by shuffles.
-  static __m256 reduce_sum8(const V* d) {
+  __attribute__((always_inline)) static __m256 reduce_sum8(const V* d) {
     __m256 u[8], v[4], w[2];
     for (int i = 0; i < 8; ++i) u[i] = _mm256_add_ps(d[i].lo, d[i].hi);  // lanes l + l+8
     for (int i = 0; i < 4; ++i)  // [v of 2i | v of 2i+1] (u[i] + u[i+4], 4 lanes each)

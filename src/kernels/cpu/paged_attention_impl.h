@@ -273,47 +273,94 @@ void tile_step(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>
   st.cur_keys += n;
 }
 
-// States of a group in tile_steps: as many as leave their accumulators ([group][kVecs]), one V row and a weight in
-// registers, at most 4.
+// States whose values one pass over a tile's V rows weighs (tile_steps_group): as many as leave their accumulators
+// ([states][kVecs]), one V row and a weight in registers, at most 4. (AVX-512, head_dim 64: 4; AVX2: 1.)
 template <class Isa, int kVecs>
 constexpr int value_group() {
   const int fit = kVecs > 0 ? (Isa::kRegisterVectors - kVecs - 2) / kVecs : 1;
   return fit < 1 ? 1 : fit > 4 ? 4 : fit;
 }
 
+// States of a tile stepped together by tile_steps.
+constexpr int kStateGroup = 4;
+
 // The scores of keys [i0, i0 + 16) of a tile for one query (f32 rows; keys at or past n contribute 0 products):
-// tile_step's products and reduce_sum16, unrolled so the products stay in registers.
-template <class Isa, int kVecs, bool kFull>
+// tile_step's products and reduce_sum16. kUnrolled (where the register file holds the 16 products and the query):
+// unrolled, so the products stay in registers; else a loop (they go through memory, as in tile_step).
+template <class Isa, int kVecs, bool kFull, bool kUnrolled>
 __attribute__((always_inline)) inline typename Isa::V scores16(const typename Isa::V* q, const TileRows& rows,
                                                                int32_t i0, int32_t n) {
   using V = typename Isa::V;
   V d[16];
+  if constexpr (kUnrolled) {
 #pragma GCC unroll 16
-  for (int32_t i = 0; i < 16; ++i) {
-    V di = Isa::zero();
-    if (kFull || i0 + i < n) {
-      const float* k = reinterpret_cast<const float*>(rows.k[i0 + i]);
+    for (int32_t i = 0; i < 16; ++i) {
+      V di = Isa::zero();
+      if (kFull || i0 + i < n) {
+        const float* k = reinterpret_cast<const float*>(rows.k[i0 + i]);
 #pragma GCC unroll 16
-      for (int j = 0; j < kVecs; ++j) di = Isa::fma(q[j], Isa::load(k + 16 * j, 16), di);
+        for (int j = 0; j < kVecs; ++j) di = Isa::fma(q[j], Isa::load(k + 16 * j, 16), di);
+      }
+      d[i] = di;
     }
-    d[i] = di;
+  } else {
+    for (int32_t i = 0; i < 16; ++i) {
+      d[i] = Isa::zero();
+      if (!kFull && i0 + i >= n) continue;
+      const float* k = reinterpret_cast<const float*>(rows.k[i0 + i]);
+      for (int j = 0; j < kVecs; ++j) d[i] = Isa::fma(q[j], Isa::load(k + 16 * j, 16), d[i]);
+    }
   }
   return Isa::reduce_sum16(d);
 }
 
+// The values of kStates states over a tile of f32 rows (tile_step's last part): each state's accumulators rescaled by
+// its correction, then every key's V row, loaded once, weighted into each state's accumulators, key by key.
+template <class Isa, int kVecs, int kStates>
+__attribute__((always_inline)) inline void weigh_values(const TileRows& rows, const float (*weights)[kKeyTile],
+                                                        const float* correction, HeadState<Isa>* states) {
+  using V = typename Isa::V;
+  V acc[kStates][kVecs];
+#pragma GCC unroll 4
+  for (int g = 0; g < kStates; ++g) {
+    const V c = Isa::set1(correction[g]);
+#pragma GCC unroll 16
+    for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::mul(states[g].cur.acc[j], c);
+  }
+  for (int32_t i = 0; i < rows.n; ++i) {
+    const float* v = reinterpret_cast<const float*>(rows.v[i]);
+    V vr[kVecs];
+#pragma GCC unroll 16
+    for (int j = 0; j < kVecs; ++j) vr[j] = Isa::load(v + 16 * j, 16);
+#pragma GCC unroll 4
+    for (int g = 0; g < kStates; ++g) {
+      const V w = Isa::set1(weights[g][i]);
+#pragma GCC unroll 16
+      for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::fma(w, vr[j], acc[g][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < kStates; ++g)
+#pragma GCC unroll 16
+    for (int j = 0; j < kVecs; ++j) states[g].cur.acc[j] = acc[g][j];
+}
+
 // tile_step for kGroup states over the same tile of f32 rows (staged, or an f32 cache): each state's operations
-// exactly tile_step's, in its order, so the same bits. Only the interleaving differs: a state's weighted values are
-// a chain of dependent multiply-adds per vector (kVecs chains, one key after the other), too few to keep the FMA
-// units busy; here each key's V row is loaded once and weighted into every state of the group, kGroup * kVecs
-// chains side by side. Prefill attention of SmolLM2's shape (9/3 heads of 64, 2,048 tokens), Zen 5, AVX-512:
-// docs/PERFORMANCE.md.
+// exactly tile_step's, in its order, so the same bits. Only the interleaving differs: every state's scores and
+// softmax first (the softmax is a chain of dependent steps; the next state's scores overlap it), then the values,
+// value_group() states per pass over the V rows. A state's weighted values are kVecs chains of dependent
+// multiply-adds (4 at head_dim 64), too few to keep two FMA units busy; a pass of 4 states runs 16 side by side and
+// loads each V row once. (tile_step as GCC compiles it also keeps its products and accumulators in memory.)
+// Prefill attention of SmolLM2's shape, Zen 5: docs/PERFORMANCE.md.
 template <class Isa, int kVecs, int kGroup>
 inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states) {
   using V = typename Isa::V;
   static_assert(kVecs > 0, "full vectors only");
+  constexpr bool kUnrolled = Isa::kRegisterVectors >= 16 + kVecs + 2;
+  constexpr int kPass = value_group<Isa, kVecs>() < kGroup ? value_group<Isa, kVecs>() : kGroup;
   alignas(64) float scores[kKeyTile];
   alignas(64) float weights[kGroup][kKeyTile];
-  float new_max[kGroup], correction[kGroup];
+  float correction[kGroup];
   const int32_t n = rows.n;
   const V scale = Isa::set1(a.scale);
   for (int g = 0; g < kGroup; ++g) {
@@ -322,62 +369,33 @@ inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, 
 #pragma GCC unroll 16
     for (int j = 0; j < kVecs; ++j) q[j] = st.q[j];
     if (n == kKeyTile) {
-      Isa::store(scores, Isa::mul(scores16<Isa, kVecs, true>(q, rows, 0, n), scale));
-      Isa::store(scores + 16, Isa::mul(scores16<Isa, kVecs, true>(q, rows, 16, n), scale));
+      Isa::store(scores, Isa::mul(scores16<Isa, kVecs, true, kUnrolled>(q, rows, 0, n), scale));
+      Isa::store(scores + 16, Isa::mul(scores16<Isa, kVecs, true, kUnrolled>(q, rows, 16, n), scale));
     } else {
       for (int32_t i0 = 0; i0 < n; i0 += 16)
-        Isa::store(scores + i0, Isa::mul(scores16<Isa, kVecs, false>(q, rows, i0, n), scale));
+        Isa::store(scores + i0, Isa::mul(scores16<Isa, kVecs, false, kUnrolled>(q, rows, i0, n), scale));
     }
-    correction[g] = softmax_tile<Isa>(scores, weights[g], n, st.cur, &new_max[g]);
-  }
-  V acc[kGroup][kVecs];
-#pragma GCC unroll 4
-  for (int g = 0; g < kGroup; ++g) {
-    const V c = Isa::set1(correction[g]);
-#pragma GCC unroll 16
-    for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::mul(states[g].cur.acc[j], c);
-  }
-  for (int32_t i = 0; i < n; ++i) {
-    const float* v = reinterpret_cast<const float*>(rows.v[i]);
-    V vr[kVecs];
-#pragma GCC unroll 16
-    for (int j = 0; j < kVecs; ++j) vr[j] = Isa::load(v + 16 * j, 16);
-#pragma GCC unroll 4
-    for (int g = 0; g < kGroup; ++g) {
-      const V w = Isa::set1(weights[g][i]);
-#pragma GCC unroll 16
-      for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::fma(w, vr[j], acc[g][j]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int g = 0; g < kGroup; ++g) {
-    Partial<Isa>& cur = states[g].cur;
-    cur.max = new_max[g];
-#pragma GCC unroll 16
-    for (int j = 0; j < kVecs; ++j) cur.acc[j] = acc[g][j];
-    states[g].cur_keys += n;
-  }
-}
-
-// tile_step for `count` states over one tile of f32 rows, value_group() states at a time (tile_steps_group).
-template <class Isa, int kVecs>
-void tile_steps(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states, int count) {
-  constexpr int kGroup = value_group<Isa, kVecs>();
-  if constexpr (kGroup == 1) {  // (too few registers: the products of scores16 would spill)
-    for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, rows, states[g]);
-    return;
+    float new_max;
+    correction[g] = softmax_tile<Isa>(scores, weights[g], n, st.cur, &new_max);
+    st.cur.max = new_max;  // (read again only by the next tile)
   }
   int g = 0;
-  for (; g + kGroup <= count; g += kGroup) tile_steps_group<Isa, kVecs, kGroup>(a, rows, states + g);
+  for (; g + kPass <= kGroup; g += kPass) weigh_values<Isa, kVecs, kPass>(rows, weights + g, correction + g, states + g);
+  if constexpr (kGroup % kPass != 0)
+    weigh_values<Isa, kVecs, kGroup % kPass>(rows, weights + g, correction + g, states + g);
+  for (int s = 0; s < kGroup; ++s) states[s].cur_keys += n;
+}
+
+// tile_step for `count` states over one tile of f32 rows, kStateGroup at a time (tile_steps_group).
+template <class Isa, int kVecs>
+void tile_steps(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states, int count) {
+  int g = 0;
+  for (; g + kStateGroup <= count; g += kStateGroup) tile_steps_group<Isa, kVecs, kStateGroup>(a, rows, states + g);
   switch (count - g) {
-    case 0: return;
     case 1: return tile_steps_group<Isa, kVecs, 1>(a, rows, states + g);
-    case 2:
-      if constexpr (kGroup > 2) return tile_steps_group<Isa, kVecs, 2>(a, rows, states + g);
-      break;
-    case 3:
-      if constexpr (kGroup > 3) return tile_steps_group<Isa, kVecs, 3>(a, rows, states + g);
-      break;
+    case 2: return tile_steps_group<Isa, kVecs, 2>(a, rows, states + g);
+    case 3: return tile_steps_group<Isa, kVecs, 3>(a, rows, states + g);
+    default: return;
   }
 }
 
