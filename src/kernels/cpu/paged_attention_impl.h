@@ -284,10 +284,10 @@ constexpr int value_group() {
 // States of a tile stepped together by tile_steps.
 constexpr int kStateGroup = 4;
 
-// The scores of keys [i0, i0 + 16) of a tile for one query (f32 rows; keys at or past n contribute 0 products):
+// The scores of keys [i0, i0 + 16) of a tile for one query (rows of kT; keys at or past n contribute 0 products):
 // tile_step's products and reduce_sum16. kUnrolled (where the register file holds the 16 products and the query):
 // unrolled, so the products stay in registers; else a loop (they go through memory, as in tile_step).
-template <class Isa, int kVecs, bool kFull, bool kUnrolled>
+template <class Isa, int kVecs, KvDtype kT, bool kFull, bool kUnrolled>
 __attribute__((always_inline)) inline typename Isa::V scores16(const typename Isa::V* q, const TileRows& rows,
                                                                int32_t i0, int32_t n) {
   using V = typename Isa::V;
@@ -297,9 +297,8 @@ __attribute__((always_inline)) inline typename Isa::V scores16(const typename Is
     for (int32_t i = 0; i < 16; ++i) {
       V di = Isa::zero();
       if (kFull || i0 + i < n) {
-        const float* k = reinterpret_cast<const float*>(rows.k[i0 + i]);
 #pragma GCC unroll 16
-        for (int j = 0; j < kVecs; ++j) di = Isa::fma(q[j], Isa::load(k + 16 * j, 16), di);
+        for (int j = 0; j < kVecs; ++j) di = Isa::fma(q[j], load_kv<Isa, kT>(rows.k[i0 + i], j, 16), di);
       }
       d[i] = di;
     }
@@ -307,16 +306,15 @@ __attribute__((always_inline)) inline typename Isa::V scores16(const typename Is
     for (int32_t i = 0; i < 16; ++i) {
       d[i] = Isa::zero();
       if (!kFull && i0 + i >= n) continue;
-      const float* k = reinterpret_cast<const float*>(rows.k[i0 + i]);
-      for (int j = 0; j < kVecs; ++j) d[i] = Isa::fma(q[j], Isa::load(k + 16 * j, 16), d[i]);
+      for (int j = 0; j < kVecs; ++j) d[i] = Isa::fma(q[j], load_kv<Isa, kT>(rows.k[i0 + i], j, 16), d[i]);
     }
   }
   return Isa::reduce_sum16(d);
 }
 
-// The values of kStates states over a tile of f32 rows (tile_step's last part): each state's accumulators rescaled by
+// The values of kStates states over a tile of rows of kT (tile_step's last part): each state's accumulators rescaled by
 // its correction, then every key's V row, loaded once, weighted into each state's accumulators, key by key.
-template <class Isa, int kVecs, int kStates>
+template <class Isa, int kVecs, KvDtype kT, int kStates>
 __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, const float (*weights)[kKeyTile],
                                                         const float* correction, HeadState<Isa>* states) {
   using V = typename Isa::V;
@@ -328,10 +326,9 @@ __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, co
     for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::mul(states[g].cur.acc[j], c);
   }
   for (int32_t i = 0; i < rows.n; ++i) {
-    const float* v = reinterpret_cast<const float*>(rows.v[i]);
     V vr[kVecs];
 #pragma GCC unroll 16
-    for (int j = 0; j < kVecs; ++j) vr[j] = Isa::load(v + 16 * j, 16);
+    for (int j = 0; j < kVecs; ++j) vr[j] = load_kv<Isa, kT>(rows.v[i], j, 16);
 #pragma GCC unroll 4
     for (int g = 0; g < kStates; ++g) {
       const V w = Isa::set1(weights[g][i]);
@@ -345,14 +342,14 @@ __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, co
     for (int j = 0; j < kVecs; ++j) states[g].cur.acc[j] = acc[g][j];
 }
 
-// tile_step for kGroup states over the same tile of f32 rows (staged, or an f32 cache): each state's operations
+// tile_step for kGroup states over the same tile of rows of kT (staged as f32, or as stored): each state's operations
 // exactly tile_step's, in its order, so the same bits. Only the interleaving differs: every state's scores and
 // softmax first (the softmax is a chain of dependent steps; the next state's scores overlap it), then the values,
 // value_group() states per pass over the V rows. A state's weighted values are kVecs chains of dependent
 // multiply-adds (4 at head_dim 64), too few to keep two FMA units busy; a pass of 4 states runs 16 side by side and
 // loads each V row once. (tile_step as GCC compiles it also keeps its products and accumulators in memory.)
 // Prefill attention of SmolLM2's shape, Zen 5: docs/PERFORMANCE.md.
-template <class Isa, int kVecs, int kGroup>
+template <class Isa, int kVecs, KvDtype kT, int kGroup>
 inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states) {
   using V = typename Isa::V;
   static_assert(kVecs > 0, "full vectors only");
@@ -369,32 +366,32 @@ inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, 
 #pragma GCC unroll 16
     for (int j = 0; j < kVecs; ++j) q[j] = st.q[j];
     if (n == kKeyTile) {
-      Isa::store(scores, Isa::mul(scores16<Isa, kVecs, true, kUnrolled>(q, rows, 0, n), scale));
-      Isa::store(scores + 16, Isa::mul(scores16<Isa, kVecs, true, kUnrolled>(q, rows, 16, n), scale));
+      Isa::store(scores, Isa::mul(scores16<Isa, kVecs, kT, true, kUnrolled>(q, rows, 0, n), scale));
+      Isa::store(scores + 16, Isa::mul(scores16<Isa, kVecs, kT, true, kUnrolled>(q, rows, 16, n), scale));
     } else {
       for (int32_t i0 = 0; i0 < n; i0 += 16)
-        Isa::store(scores + i0, Isa::mul(scores16<Isa, kVecs, false, kUnrolled>(q, rows, i0, n), scale));
+        Isa::store(scores + i0, Isa::mul(scores16<Isa, kVecs, kT, false, kUnrolled>(q, rows, i0, n), scale));
     }
     float new_max;
     correction[g] = softmax_tile<Isa>(scores, weights[g], n, st.cur, &new_max);
     st.cur.max = new_max;  // (read again only by the next tile)
   }
   int g = 0;
-  for (; g + kPass <= kGroup; g += kPass) weigh_values<Isa, kVecs, kPass>(rows, weights + g, correction + g, states + g);
+  for (; g + kPass <= kGroup; g += kPass) weigh_values<Isa, kVecs, kT, kPass>(rows, weights + g, correction + g, states + g);
   if constexpr (kGroup % kPass != 0)
-    weigh_values<Isa, kVecs, kGroup % kPass>(rows, weights + g, correction + g, states + g);
+    weigh_values<Isa, kVecs, kT, kGroup % kPass>(rows, weights + g, correction + g, states + g);
   for (int s = 0; s < kGroup; ++s) states[s].cur_keys += n;
 }
 
-// tile_step for `count` states over one tile of f32 rows, kStateGroup at a time (tile_steps_group).
-template <class Isa, int kVecs>
+// tile_step for `count` states over one tile of rows of kT, kStateGroup at a time (tile_steps_group).
+template <class Isa, int kVecs, KvDtype kT>
 void tile_steps(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states, int count) {
   int g = 0;
-  for (; g + kStateGroup <= count; g += kStateGroup) tile_steps_group<Isa, kVecs, kStateGroup>(a, rows, states + g);
+  for (; g + kStateGroup <= count; g += kStateGroup) tile_steps_group<Isa, kVecs, kT, kStateGroup>(a, rows, states + g);
   switch (count - g) {
-    case 1: return tile_steps_group<Isa, kVecs, 1>(a, rows, states + g);
-    case 2: return tile_steps_group<Isa, kVecs, 2>(a, rows, states + g);
-    case 3: return tile_steps_group<Isa, kVecs, 3>(a, rows, states + g);
+    case 1: return tile_steps_group<Isa, kVecs, kT, 1>(a, rows, states + g);
+    case 2: return tile_steps_group<Isa, kVecs, kT, 2>(a, rows, states + g);
+    case 3: return tile_steps_group<Isa, kVecs, kT, 3>(a, rows, states + g);
     default: return;
   }
 }
@@ -468,7 +465,6 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
   const int32_t* table = a.block_table + static_cast<int64_t>(seq) * a.max_blocks;
   int32_t block_index = from / a.block_size, offset = from % a.block_size;
   const bool stage = kT != KvDtype::kF32 && count >= 2;
-  const bool f32_rows_together = kVecs > 0 && kT == KvDtype::kF32 && count >= 2;  // an f32 cache: tile_steps
   constexpr int kStagedFloats = kT == KvDtype::kF32 ? 16 : kKeyTile * 16 * (kVecs > 0 ? kVecs : kMaxHeadVecs);
   alignas(64) float k_f32[kStagedFloats];  // [kKeyTile][16 * nv]
   alignas(64) float v_f32[kStagedFloats];
@@ -502,11 +498,11 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
       if (stage) {
         stage_tile<Isa, kVecs, kT>(a, *head_rows, k_f32, v_f32, staged);
         if constexpr (kVecs > 0)
-          tile_steps<Isa, kVecs>(a, staged, head_states, count);
+          tile_steps<Isa, kVecs, KvDtype::kF32>(a, staged, head_states, count);
         else
           for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, staged, head_states[g]);
-      } else if (f32_rows_together) {
-        if constexpr (kVecs > 0 && kT == KvDtype::kF32) tile_steps<Isa, kVecs>(a, *head_rows, head_states, count);
+      } else if constexpr (kVecs > 0) {
+        tile_steps<Isa, kVecs, kT>(a, *head_rows, head_states, count);
       } else {
         for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, *head_rows, head_states[g]);
       }
