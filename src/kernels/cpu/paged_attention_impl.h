@@ -52,6 +52,7 @@ struct Job {
   int64_t scratch = 0;   // split-KV: the first of those saved states ([head of the group]) in the scratch buffer
   int32_t query_count = 1;  // fused kernel, prefill: tokens token .. token + query_count - 1 of the sequence, the
                             // next always attending to one key more (n_keys is the first one's)
+  int32_t thread = -1;  // >= 0: the thread that runs it (thread_share_jobs); -1: dealt round-robin
 };
 
 // Split-KV decode: one (token, head group) whose segments ran as separate jobs; their states lie in the scratch
@@ -764,8 +765,33 @@ inline void find_cascades(const PagedAttentionArgs& a, std::vector<Job>& members
   }
 }
 
+// A decode query's heads when heads share KV heads but there are too few queries to give each thread two jobs of a
+// KV head's heads (single-stream decode): each thread a contiguous share of the heads, one job per KV head the share
+// touches (SmolLM2's 9/3 heads on 2 threads: heads 0-2 and 3-4 on one, 5 and 6-8 on the other), so that a KV head's
+// heads step its tiles together (tile_steps) while the threads stay within a head of each other. Against nine
+// single-head jobs dealt round-robin, alternating steps in one process (`pagoda_attention_decode_batch 1 65 9 3 30`,
+// Zen 5, AVX-512): 72.6 -> 61.4 and 63.2 -> 53.0 us a step; whole decode, in-process median ratios 0.975-1.027
+// over seven runs (median 1.011; docs/PERFORMANCE.md).
+inline void thread_share_jobs(const PagedAttentionArgs& a, int num_threads, int32_t s, int32_t key_begin,
+                              std::vector<Job>& jobs) {
+  const int32_t group = a.n_heads / a.n_kv_heads;
+  for (int t = 0; t < num_threads; ++t) {
+    const int32_t lo = static_cast<int32_t>(int64_t{t} * a.n_heads / num_threads);
+    const int32_t hi = static_cast<int32_t>(int64_t{t + 1} * a.n_heads / num_threads);
+    for (int32_t h = lo; h < hi;) {
+      const int32_t end = std::min(hi, std::min(h / group * group + group, h + kMaxGroup));
+      Job j{s, a.cu_seqlens_q[s], a.seq_lens_kv[s], h, key_begin, end - h};
+      j.thread = t;
+      jobs.push_back(j);
+      h = end;
+    }
+  }
+}
+
 // The fused kernel's jobs: a token's query heads that share a KV head together (at most kMaxGroup at a time), unless
-// that leaves fewer than two jobs per thread (a short decode batch), when every head is a job of its own; a prefill
+// that leaves fewer than two jobs per thread (a short decode batch), when a decode query of fewer keys than a
+// segment gives each thread a contiguous share of its heads (thread_share_jobs) and every other head is a job of
+// its own; a prefill
 // chunk's queries kQueryGroup consecutive tokens at a time; decode sequences sharing a prefix form one job per
 // cascade and head group; and in a batch of at least two decode queries a thread, each query's heads, all of them,
 // one job.
@@ -813,6 +839,10 @@ inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std
       Job j{s, q_begin, a.seq_lens_kv[s], 0, key_begin, group};
       j.kv_head_count = a.n_kv_heads;
       jobs.push_back(j);
+      continue;
+    }
+    if (!grouped && group > 1 && q_len == 1 && a.seq_lens_kv[s] - key_begin <= kKeySegment) {
+      thread_share_jobs(a, num_threads, s, key_begin, jobs);
       continue;
     }
     for (int32_t i = 0; i < q_len; i += kQueryGroup)
@@ -895,7 +925,10 @@ void paged_attention_region_typed(const PagedAttentionArgs& a, ThreadPool& pool,
       pool.barrier(tid);
     }
     float* saved = scratch.data();
-    for (size_t j = tid; j < jobs.size(); j += nt) job_fn(a, jobs[j], members, saved, stride);
+    size_t dealt = 0;  // jobs without a thread of their own go round-robin
+    for (const Job& job : jobs)
+      if (job.thread >= 0 ? job.thread == tid : dealt++ % nt == static_cast<size_t>(tid))
+        job_fn(a, job, members, saved, stride);
     if (units.empty()) return;
     pool.barrier(tid);
     int64_t i = 0;
