@@ -767,7 +767,7 @@ inline void find_cascades(const PagedAttentionArgs& a, std::vector<Job>& members
 
 // A decode query's heads when heads share KV heads but there are too few queries to give each thread two jobs of a
 // KV head's heads (single-stream decode): each thread a contiguous share of the heads, one job per KV head the share
-// touches (SmolLM2's 9/3 heads on 2 threads: heads 0-2 and 3-4 on one, 5 and 6-8 on the other), so that a KV head's
+// touches (SmolLM2's 9/3 heads on 2 threads: heads 0-2 and 3 on one, 4-5 and 6-8 on the other), so that a KV head's
 // heads step its tiles together (tile_steps) while the threads stay within a head of each other. Against nine
 // single-head jobs dealt round-robin, alternating steps in one process (`pagoda_attention_decode_batch 1 65 9 3 30`,
 // Zen 5, AVX-512): 72.6 -> 61.4 and 63.2 -> 53.0 us a step; whole decode, in-process median ratios 0.975-1.027

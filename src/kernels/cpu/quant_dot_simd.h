@@ -458,9 +458,62 @@ inline void quantize_row_q8_0(const float* x, int64_t K, uint8_t* out) {
   }
 }
 
+// Lane i: the maximum (kMax) or the int32 sum (!kMax) of v[i]'s 8 lanes, for 8 vectors at once: the vectors' halves,
+// then quarters, then pairs side by side by shuffles between the levels. A maximum of values without NaN and a sum
+// of int32 are the same in any order, so these equal the per-block abs_max and hsum.
+template <bool kMax>
+inline __m256 across8(const __m256* v) {
+  auto op = [](__m256 a, __m256 b) {
+    if constexpr (kMax) return _mm256_max_ps(a, b);
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(a), _mm256_castps_si256(b)));
+  };
+  __m256 h[4], p[2];
+  for (int i = 0; i < 4; ++i)  // [halves of 2i | of 2i+1]
+    h[i] = op(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20), _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
+  for (int i = 0; i < 2; ++i)  // per 128-bit half k: [pairs of 4i+k, 4i+2+k]
+    p[i] = op(_mm256_shuffle_ps(h[2 * i], h[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+              _mm256_shuffle_ps(h[2 * i], h[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Per 128-bit half k: the results of k, 2+k, 4+k, 6+k; then into order.
+  const __m256 r = op(_mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Q8_1 blocks 8 at a time: the blocks' maxima, scales, reciprocals, sums and f16 conversions as vectors of 8 (the
+// same IEEE operations as quantize_block32's scalars, and F16C's round-to-nearest-even conversion, which equals
+// f32_to_f16 for every input, NaN included), then each block's rounding as before. Bitwise the per-block loop.
+inline void quantize_8_blocks_q8_1(const float* x, BlockQ8_1* y) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m[8];
+  for (int b = 0; b < 8; ++b) {
+    const float* v = x + b * kQK;
+    __m256 a = _mm256_setzero_ps();
+    for (int i = 0; i < kQK; i += 8) a = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v + i)), a);
+    m[b] = a;
+  }
+  const __m256 d = _mm256_div_ps(across8<true>(m), _mm256_set1_ps(127.0f));
+  const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+  const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);
+  alignas(32) float ids[8];
+  _mm256_store_ps(ids, id);
+  __m256 sums[8];
+  for (int b = 0; b < 8; ++b) {
+    const __m256i q = round_pack32(x + b * kQK, _mm256_set1_ps(ids[b]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q);
+    sums[b] = _mm256_castsi256_ps(sums_of_4(q));
+  }
+  const __m256 s = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_castps_si256(across8<false>(sums))));
+  alignas(16) uint16_t dh[8], sh[8];
+  _mm_store_si128(reinterpret_cast<__m128i*>(dh), _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  _mm_store_si128(reinterpret_cast<__m128i*>(sh), _mm256_cvtps_ph(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (int b = 0; b < 8; ++b) y[b].d = dh[b], y[b].s = sh[b];
+}
+
 inline void quantize_row_q8_1(const float* x, int64_t K, uint8_t* out) {
   auto* y = reinterpret_cast<BlockQ8_1*>(out);
-  for (int64_t b = 0; b < K / kQK; ++b) {
+  const int64_t blocks = K / kQK;
+  int64_t b = 0;
+  for (; b + 8 <= blocks; b += 8) quantize_8_blocks_q8_1(x + b * kQK, y + b);
+  for (; b < blocks; ++b) {
     __m256i q;
     const float d = quantize_block32(x + b * kQK, y[b].qs, &q);
     y[b].d = f32_to_f16(d);

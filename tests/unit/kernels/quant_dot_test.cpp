@@ -306,6 +306,11 @@ TEST(QuantDot, SimdActivationQuantizersGiveThePortableBytes) {
   std::vector<float> bad = random_floats(K, 10);
   bad[3] = INFINITY, bad[40] = NAN, bad[300] = -INFINITY, bad[700] = NAN;
   rows.push_back(bad);
+  // Scales and sums at the ends of f16: blocks whose d or s is an f16 subnormal or zero, or overflows to infinity.
+  std::vector<float> extreme = random_floats(K, 11);
+  const float block_scale[8] = {1e-9f, 1e-7f, 3e-6f, 1e-5f, 6e4f, 1e7f, 1.0f, 2e3f};
+  for (int i = 0; i < K; ++i) extreme[i] *= block_scale[(i / 32) % 8];
+  rows.push_back(extreme);
   int compared = 0;
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q4_K}) {
     const ActivationFormat f = activation_format(t);
@@ -313,13 +318,17 @@ TEST(QuantDot, SimdActivationQuantizersGiveThePortableBytes) {
       if (!isa_runs_or_skip(isa)) continue;
       const QuantKernels k = quant_kernels(t, isa);
       ASSERT_NE(k.quantize, nullptr);
-      for (size_t i = 0; i < rows.size(); ++i) {
-        std::vector<uint8_t> want(activation_row_bytes(f, K), 0xAB), got(want.size(), 0xCD);
-        quantize_activations(f, rows[i].data(), K, want.data());
-        k.quantize(rows[i].data(), K, got.data());
-        ASSERT_EQ(want, got) << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " row " << i;
-        ++compared;
-      }
+      // Whole rows, and rows of 18 blocks of 32 (the Q8_1 quantizer runs 8 blocks at a time, then the rest).
+      for (int64_t n : {K, int64_t{576}})
+        for (size_t i = 0; i < rows.size(); ++i) {
+          if (n % ggml_type_traits(t).block_elems != 0) continue;
+          std::vector<uint8_t> want(activation_row_bytes(f, n), 0xAB), got(want.size(), 0xCD);
+          quantize_activations(f, rows[i].data(), n, want.data());
+          k.quantize(rows[i].data(), n, got.data());
+          ASSERT_EQ(want, got) << ggml_type_traits(t).name << " " << kernel_isa_name(isa) << " row " << i << " of "
+                               << n;
+          ++compared;
+        }
     }
   }
   EXPECT_GE(compared, 21);
