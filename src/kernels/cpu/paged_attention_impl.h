@@ -378,7 +378,8 @@ inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, 
     st.cur.max = new_max;  // (read again only by the next tile)
   }
   int g = 0;
-  for (; g + kPass <= kGroup; g += kPass) weigh_values<Isa, kVecs, kT, kPass>(rows, weights + g, correction + g, states + g);
+  for (; g + kPass <= kGroup; g += kPass)
+    weigh_values<Isa, kVecs, kT, kPass>(rows, weights + g, correction + g, states + g);
   if constexpr (kGroup % kPass != 0)
     weigh_values<Isa, kVecs, kT, kGroup % kPass>(rows, weights + g, correction + g, states + g);
   for (int s = 0; s < kGroup; ++s) states[s].cur_keys += n;

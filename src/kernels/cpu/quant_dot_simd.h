@@ -469,12 +469,14 @@ inline __m256 across8(const __m256* v) {
   };
   __m256 h[4], p[2];
   for (int i = 0; i < 4; ++i)  // [halves of 2i | of 2i+1]
-    h[i] = op(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20), _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
+    h[i] = op(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
+              _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
   for (int i = 0; i < 2; ++i)  // per 128-bit half k: [pairs of 4i+k, 4i+2+k]
     p[i] = op(_mm256_shuffle_ps(h[2 * i], h[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
               _mm256_shuffle_ps(h[2 * i], h[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
   // Per 128-bit half k: the results of k, 2+k, 4+k, 6+k; then into order.
-  const __m256 r = op(_mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m256 r =
+      op(_mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(p[0], p[1], _MM_SHUFFLE(3, 1, 3, 1)));
   return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
