@@ -790,12 +790,11 @@ inline void thread_share_jobs(const PagedAttentionArgs& a, int num_threads, int3
 }
 
 // The fused kernel's jobs: a token's query heads that share a KV head together (at most kMaxGroup at a time), unless
-// that leaves fewer than two jobs per thread (a short decode batch), when a decode query of fewer keys than a
-// segment gives each thread a contiguous share of its heads (thread_share_jobs) and every other head is a job of
-// its own; a prefill
-// chunk's queries kQueryGroup consecutive tokens at a time; decode sequences sharing a prefix form one job per
-// cascade and head group; and in a batch of at least two decode queries a thread, each query's heads, all of them,
-// one job.
+// that leaves fewer than two jobs per thread (a short decode batch), when a decode query of at most a segment of
+// keys gives each thread a contiguous share of its heads (thread_share_jobs) and every other head is a job of its
+// own; a prefill chunk's queries kQueryGroup consecutive tokens at a time; decode sequences sharing a prefix form one
+// job per cascade and head group; and in a batch of at least two decode queries a thread, each query's heads, all of
+// them, one job.
 inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std::vector<Job>& jobs,
                                std::vector<Job>& members) {
   const int32_t group = a.n_heads / a.n_kv_heads;

@@ -417,11 +417,18 @@ inline __m256i round_pack32(const float* x, __m256 scale) {
   return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// max |x_i| over n (a multiple of 8) values; a NaN input is skipped, as std::max(amax, |x|) skips it.
-inline float abs_max(const float* x, int n) {
+// Lane l: max |x_i| over the values i = l (mod 8) of n (a multiple of 8); a NaN input is skipped, as
+// std::max(amax, |x|) skips it.
+inline __m256 abs_max_lanes(const float* x, int n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 m = _mm256_setzero_ps();
   for (int i = 0; i < n; i += 8) m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), m);
+  return m;
+}
+
+// max |x_i| over n (a multiple of 8) values, NaN skipped.
+inline float abs_max(const float* x, int n) {
+  const __m256 m = abs_max_lanes(x, n);
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
@@ -484,14 +491,8 @@ inline __m256 across8(const __m256* v) {
 // same IEEE operations as quantize_block32's scalars, and F16C's round-to-nearest-even conversion, which equals
 // f32_to_f16 for every input, NaN included), then each block's rounding as before. Bitwise the per-block loop.
 inline void quantize_8_blocks_q8_1(const float* x, BlockQ8_1* y) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 m[8];
-  for (int b = 0; b < 8; ++b) {
-    const float* v = x + b * kQK;
-    __m256 a = _mm256_setzero_ps();
-    for (int i = 0; i < kQK; i += 8) a = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v + i)), a);
-    m[b] = a;
-  }
+  for (int b = 0; b < 8; ++b) m[b] = abs_max_lanes(x + b * kQK, kQK);
   const __m256 d = _mm256_div_ps(across8<true>(m), _mm256_set1_ps(127.0f));
   const __m256 nonzero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
   const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), nonzero);
