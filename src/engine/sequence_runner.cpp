@@ -86,14 +86,24 @@ Result<std::span<const float>> SequenceRunner::eval(std::span<const int32_t> tok
 
 Result<std::vector<int32_t>> generate(SequenceRunner& runner, std::span<const int32_t> prompt,
                                       const GenerateOptions& options, const std::function<void(int32_t)>& on_token) {
+  return generate_after(runner, prompt, 0, options, on_token);
+}
+
+Result<std::vector<int32_t>> generate_after(SequenceRunner& runner, std::span<const int32_t> prompt, int64_t cached,
+                                            const GenerateOptions& options,
+                                            const std::function<void(int32_t)>& on_token) {
   if (prompt.empty()) return make_error("the prompt is empty");
   if (static_cast<int64_t>(prompt.size()) > runner.n_ctx())
     return make_error("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context size of " +
                       std::to_string(runner.n_ctx()));
-  runner.reset();
+  if (cached < 0 || cached >= static_cast<int64_t>(prompt.size()) || cached > runner.length())
+    return make_error("generate_after: " + std::to_string(cached) + " cached tokens of a " +
+                      std::to_string(prompt.size()) + "-token prompt on a runner holding " +
+                      std::to_string(runner.length()));
+  runner.truncate(cached);
   Sampler sampler(options.sampling);
   std::vector<int32_t> out;
-  auto logits = runner.eval(prompt);
+  auto logits = runner.eval(prompt.subspan(static_cast<size_t>(cached)));
   if (!logits.ok()) return logits.error();
   const auto& tok = runner.model().tokenizer();
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {

@@ -1,6 +1,7 @@
 // Runs one sequence through the model with its own contiguous KV cache: the plain single-sequence path.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <span>
@@ -31,9 +32,12 @@ class SequenceRunner {
 
   int64_t n_ctx() const { return n_ctx_; }
   int64_t length() const { return kv_ ? kv_->length() : device_length_; }
-  void reset() {
-    if (kv_) kv_->clear();
-    device_length_ = 0;
+  void reset() { truncate(0); }
+  // Forgets every token from position `length` on (length <= length()): the K/V before it stay, and the next eval
+  // continues at that position.
+  void truncate(int64_t length) {
+    if (kv_) kv_->set_length(std::min(length, kv_->length()));
+    device_length_ = std::min(length, device_length_);
   }
   const Model& model() const { return model_; }
 
@@ -69,5 +73,13 @@ struct GenerateOptions {
 // on_token is called for each generated token as soon as it is sampled (end-of-generation tokens included).
 Result<std::vector<int32_t>> generate(SequenceRunner& runner, std::span<const int32_t> prompt,
                                       const GenerateOptions& options, const std::function<void(int32_t)>& on_token);
+
+// generate() on a runner that already holds the K/V of prompt[0, cached) (cached < prompt.size(), at most the
+// runner's length): those positions are kept, the runner is truncated to them and only the rest is evaluated. The
+// tokens and their bits are generate()'s: every kernel is batch-invariant, so a prefix evaluated earlier gives the
+// K/V it would give now.
+Result<std::vector<int32_t>> generate_after(SequenceRunner& runner, std::span<const int32_t> prompt, int64_t cached,
+                                            const GenerateOptions& options,
+                                            const std::function<void(int32_t)>& on_token);
 
 }  // namespace pagoda

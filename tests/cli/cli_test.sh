@@ -53,6 +53,30 @@ for dtype in f32 f16 bf16; do
   out=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 16 --temp 0 --format json --kv-cache-dtype $dtype 2>/dev/null | tail -n 1)
   echo "$out" | grep -q '"text":", there was a little girl named Lily' && ok || bad "run --kv-cache-dtype $dtype: $out"
 done
+# --- run --chat: a message through the chat template (stories260K has none: built-in chatml), one turn per stdin line
+out=$(timeout 60 "$pagoda" run "$model" --chat -p "Once upon a time" -n 8 --temp 0 --format json 2>/dev/null | tail -n 1)
+echo "$out" | python3 -c 'import json,sys; t=json.load(sys.stdin); assert t["reused"]==0 and len(t["ids"])==8 and t["text"]' \
+  && ok || bad "run --chat -p json: $out"
+printf 'Once upon a time\n\nthere was a cat\n' | timeout 60 "$pagoda" run "$model" --chat -n 8 --temp 0 --format json \
+  >"$tmp/chat.jsonl" 2>"$tmp/chat.err"
+python3 - "$tmp/chat.jsonl" <<'PY' && ok || bad "run --chat on stdin: $(cat "$tmp/chat.jsonl" "$tmp/chat.err")"
+import json, sys
+turns = [json.loads(l) for l in open(sys.argv[1])]
+assert len(turns) == 2, turns  # the empty line is no turn
+first, second = turns
+assert second["prompt_ids"][:len(first["prompt_ids"])] == first["prompt_ids"]
+assert len(first["prompt_ids"]) <= second["reused"] < len(second["prompt_ids"]), second
+PY
+[ "$(grep -c "kept from the last turn" "$tmp/chat.err")" = 2 ] && ok || bad "run --chat statistics: $(cat "$tmp/chat.err")"
+printf 'Once upon a time\n' | timeout 60 "$pagoda" run "$model" --chat -n 8 --temp 0 >"$tmp/chat.txt" 2>/dev/null
+[ "$(wc -l <"$tmp/chat.txt")" = 1 ] && ! grep -q "im_start\|Once upon" "$tmp/chat.txt" && ok || bad "run --chat text: $(cat "$tmp/chat.txt")"
+timeout 60 "$pagoda" run "$model" --chat -n 8 </dev/null >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "no message on stdin" "$tmp/err" && ok || bad "run --chat, empty stdin: $(cat "$tmp/err")"
+expect_error "run without a prompt" "prompt is required.*--chat" -- run "$model"
+expect_error "--system without --chat" "--system needs --chat" -- run "$model" -p hi --system "Be brief."
+expect_error "--chat-template without --chat" "need --chat" -- run "$model" -p hi --chat-template chatml
+expect_error "--chat with --no-echo" "excludes" -- run "$model" -p hi --chat --no-echo
+expect_error "--chat, empty message" "message \(-p\) is empty" -- run "$model" -p "" --chat
 expect_error "q8_0 KV on head size 8" "multiple of 32.*8" -- run "$model" -p hi --kv-cache-dtype q8_0
 expect_error "unknown KV type" "kv-cache-dtype" -- run "$model" -p hi --kv-cache-dtype q4_0
 expect_error "unknown device" "device" -- run "$model" -p hi --device tpu

@@ -9,7 +9,8 @@
     and prompt text;
   - greedy tokens through `run`, `batch` (all 18 prompts at once) and `serve` (completions for the raw prompts,
     chat completions for the chat turns) equal llama.cpp's up to a divergence at a near-tie (T 0.8), and stop at
-    <|im_end|> where they do not ignore EOS;
+    <|im_end|> where they do not ignore EOS; so do `run --chat`'s replies to the chat turns of one user message, and
+    its second turn on stdin is a fresh run of the template's rendering of the conversation;
   - `perplexity` against llama-perplexity's value (da46e59) on /usr/share/common-licenses/GPL-3, within 0.3%.
 Usage: smollm2_cli_test.py PAGODA SOURCE_DIR"""
 import json
@@ -142,6 +143,43 @@ try:
         out = json.loads(r.stdout.splitlines()[-1])
         check(out["prompt_ids"] == g["prompt_ids"], f"run {i}: prompt ids")
         greedy_matches(f"run {i}", out["ids"], g, stops_at_eos=True)
+
+    # --- run --chat: the chat turns of one user message (and a system message) as -p / --system, greedy, ending at
+    # <|im_end|>, whose text never shows
+    for i, (g, p) in enumerate(zip(goldens, prompts)):
+        msgs = p.get("messages", [])
+        if not msgs or msgs[-1]["role"] != "user" or any(m["role"] == "assistant" for m in msgs):
+            continue
+        system = [m["content"] for m in msgs if m["role"] == "system"]
+        r = run([pagoda, "run", model, "--chat", "-p", msgs[-1]["content"], "-n", "64", "--temp", "0", "--format", "json",
+                 "-t", "2"] + (["--system", system[0]] if system else []))
+        if r.returncode != 0:
+            check(False, f"run --chat {i}: {r.stderr[-300:]}")
+            continue
+        out = json.loads(r.stdout.splitlines()[-1])
+        check(out["prompt_ids"] == g["prompt_ids"] and out["reused"] == 0, f"run --chat {i}: prompt ids")
+        greedy_matches(f"run --chat {i}", out["ids"], g, stops_at_eos=True)
+        check("<|im_end|>" not in out["text"] and out["ended"] == (out["ids"][-1] == IM_END), f"run --chat {i}: {out}")
+
+    # --- run --chat on stdin: the second turn's prompt is the template's rendering of the whole conversation (the
+    # first reply included), its first turn's K/V are kept, and its reply is a fresh run's of that prompt
+    r = run([pagoda, "run", model, "--chat", "-n", "24", "--temp", "0", "--format", "json", "-t", "2"],
+            stdin="Hi!\nTell me a fun fact about cats.\n")
+    turns = [json.loads(l) for l in r.stdout.splitlines()] if r.returncode == 0 else []
+    check(len(turns) == 2, f"run --chat on stdin: {r.returncode} {r.stdout!r} {r.stderr[-300:]}")
+    if len(turns) == 2:
+        first, second = turns
+        conv = [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": first["text"]},
+                {"role": "user", "content": "Tell me a fun fact about cats."}]
+        path = os.path.join(tmp, "conversation.json")
+        json.dump(conv, open(path, "w"))
+        text = run([pagoda, "template", model, "--messages", path]).stdout
+        fresh = run([pagoda, "run", model, "-p", text, "-n", "24", "--temp", "0", "--format", "json", "-t", "2"])
+        fresh = json.loads(fresh.stdout.splitlines()[-1])
+        check(second["prompt_ids"] == fresh["prompt_ids"], f"run --chat turn 2 prompt: {second} {fresh}")
+        check(second["reused"] >= len(first["prompt_ids"]) + len(first["ids"]) - 1,
+              f"run --chat turn 2 kept {second['reused']} tokens of {first}")
+        check(second["ids"] == fresh["ids"], f"run --chat turn 2 reply: {second['ids']} against {fresh['ids']}")
 
     # --- batch: all 18 at once, EOS ignored (64 steps each, as the goldens)
     req = os.path.join(tmp, "req.jsonl")
