@@ -313,11 +313,20 @@ __attribute__((always_inline)) inline typename Isa::V scores16(const typename Is
   return Isa::reduce_sum16(d);
 }
 
+// Rows of a later tile to fetch into the cache while this one's values are weighed: with key i, the K and V lines of
+// ahead->k[i], ahead->v[i] (row_bytes each, as stored). Spread over the loop rather than issued at once at the
+// tile's start, the requests overlap the arithmetic instead of queueing behind one another (docs/PERFORMANCE.md).
+struct TilePrefetch {
+  const TileRows* ahead = nullptr;
+  int64_t row_bytes = 0;
+};
+
 // The values of kStates states over a tile of rows of kT (tile_step's last part): each state's accumulators rescaled by
 // its correction, then every key's V row, loaded once, weighted into each state's accumulators, key by key.
 template <class Isa, int kVecs, KvDtype kT, int kStates>
 __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, const float (*weights)[kKeyTile],
-                                                        const float* correction, HeadState<Isa>* states) {
+                                                        const float* correction, HeadState<Isa>* states,
+                                                        TilePrefetch prefetch) {
   using V = typename Isa::V;
   V acc[kStates][kVecs];
 #pragma GCC unroll 4
@@ -326,7 +335,13 @@ __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, co
 #pragma GCC unroll 16
     for (int j = 0; j < kVecs; ++j) acc[g][j] = Isa::mul(states[g].cur.acc[j], c);
   }
+  const int32_t ahead_n = prefetch.ahead != nullptr ? prefetch.ahead->n : 0;
   for (int32_t i = 0; i < rows.n; ++i) {
+    if (i < ahead_n)
+      for (int64_t off = 0; off < prefetch.row_bytes; off += 64) {
+        __builtin_prefetch(prefetch.ahead->k[i] + off, 0, 3);
+        __builtin_prefetch(prefetch.ahead->v[i] + off, 0, 3);
+      }
     V vr[kVecs];
 #pragma GCC unroll 16
     for (int j = 0; j < kVecs; ++j) vr[j] = load_kv<Isa, kT>(rows.v[i], j, 16);
@@ -351,7 +366,8 @@ __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, co
 // loads each V row once. (tile_step as GCC compiles it also keeps its products and accumulators in memory.)
 // Prefill attention of SmolLM2's shape, Zen 5: docs/PERFORMANCE.md.
 template <class Isa, int kVecs, KvDtype kT, int kGroup>
-inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states) {
+inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states,
+                             TilePrefetch prefetch) {
   using V = typename Isa::V;
   static_assert(kVecs > 0, "full vectors only");
   constexpr bool kUnrolled = Isa::kRegisterVectors >= 16 + kVecs + 2;
@@ -378,22 +394,25 @@ inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, 
     st.cur.max = new_max;  // (read again only by the next tile)
   }
   int g = 0;
-  for (; g + kPass <= kGroup; g += kPass)
-    weigh_values<Isa, kVecs, kT, kPass>(rows, weights + g, correction + g, states + g);
+  for (; g + kPass <= kGroup; g += kPass, prefetch = {})  // the prefetches with the first pass only
+    weigh_values<Isa, kVecs, kT, kPass>(rows, weights + g, correction + g, states + g, prefetch);
   if constexpr (kGroup % kPass != 0)
-    weigh_values<Isa, kVecs, kT, kGroup % kPass>(rows, weights + g, correction + g, states + g);
+    weigh_values<Isa, kVecs, kT, kGroup % kPass>(rows, weights + g, correction + g, states + g, prefetch);
   for (int s = 0; s < kGroup; ++s) states[s].cur_keys += n;
 }
 
-// tile_step for `count` states over one tile of rows of kT, kStateGroup at a time (tile_steps_group).
+// tile_step for `count` states over one tile of rows of kT, kStateGroup at a time (tile_steps_group); `prefetch`
+// goes with the first group's values.
 template <class Isa, int kVecs, KvDtype kT>
-void tile_steps(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states, int count) {
+void tile_steps(const PagedAttentionArgs& a, const TileRows& rows, HeadState<Isa>* states, int count,
+                TilePrefetch prefetch = {}) {
   int g = 0;
-  for (; g + kStateGroup <= count; g += kStateGroup) tile_steps_group<Isa, kVecs, kT, kStateGroup>(a, rows, states + g);
+  for (; g + kStateGroup <= count; g += kStateGroup, prefetch = {})
+    tile_steps_group<Isa, kVecs, kT, kStateGroup>(a, rows, states + g, prefetch);
   switch (count - g) {
-    case 1: return tile_steps_group<Isa, kVecs, kT, 1>(a, rows, states + g);
-    case 2: return tile_steps_group<Isa, kVecs, kT, 2>(a, rows, states + g);
-    case 3: return tile_steps_group<Isa, kVecs, kT, 3>(a, rows, states + g);
+    case 1: return tile_steps_group<Isa, kVecs, kT, 1>(a, rows, states + g, prefetch);
+    case 2: return tile_steps_group<Isa, kVecs, kT, 2>(a, rows, states + g, prefetch);
+    case 3: return tile_steps_group<Isa, kVecs, kT, 3>(a, rows, states + g, prefetch);
     default: return;
   }
 }
@@ -455,9 +474,12 @@ void stage_tile(const PagedAttentionArgs& a, const TileRows& rows, float* k_f32,
 // of the KV heads kvh .. kvh + n_kvh - 1), whose keys start at key_begin (segments count from there; `from -
 // key_begin` is a multiple of kKeyTile). With several heads of a KV head and a stored type other than f32, each
 // tile is staged as f32 once for all of them. Several KV heads go tile by tile, every KV head of a tile before the
-// next tile, so a tile's slots (which store their KV heads side by side) are read whole while they are in cache,
-// and each KV head's rows of the next tile are prefetched while it steps this one (one KV head over all the keys
-// would read head_dim values out of every n_kv_heads * head_dim, a stride no prefetcher runs ahead of).
+// next tile, so a tile's slots (which store their KV heads side by side) are read whole while they are in cache.
+// Each KV head's rows of a later tile are prefetched while it steps this one (one KV head's rows are head_dim values
+// out of every slot's n_kv_heads * head_dim, a stride no hardware prefetcher runs ahead of): two KV-head steps on,
+// i.e. the tile after next for one KV head, the next tile for several. With full vectors the requests go with the
+// values' keys (TilePrefetch); single-sequence decode attention at 4,032 keys (SmolLM2's shape, from memory, Zen 5):
+// 3.8-3.9 -> 3.1-3.3 ms a step, 16 sequences at 192 keys 3.4-3.5 -> 2.5 ms (docs/PERFORMANCE.md).
 template <class Isa, int kVecs, KvDtype kT>
 void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t key_begin, int32_t from,
                int32_t n_keys, HeadState<Isa>* states, int count, int n_kvh = 1) {
@@ -470,41 +492,48 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
   constexpr int kStagedFloats = kT == KvDtype::kF32 ? 16 : kKeyTile * 16 * (kVecs > 0 ? kVecs : kMaxHeadVecs);
   alignas(64) float k_f32[kStagedFloats];  // [kKeyTile][16 * nv]
   alignas(64) float v_f32[kStagedFloats];
-  TileRows rows, shifted, staged, next;
+  // Full vectors prefetch two KV-head steps ahead; otherwise (tile_step) several KV heads the next tile, at once.
+  const int32_t ahead_tiles = kVecs > 0 ? (n_kvh > 1 ? 1 : 2) : (n_kvh > 1 ? 1 : 0);
+  TileRows rows, shifted, staged, ahead, ahead_head;
   for (int32_t t0 = from; t0 < n_keys; t0 += kKeyTile) {
     if ((t0 - key_begin) % kKeySegment == 0)
       for (int g = 0; g < n_kvh * count; ++g) close_segment<Isa>(states[g], nv);
     locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0), block_index, offset, rows);
-    next.n = 0;
-    if (n_kvh > 1 && t0 + kKeyTile < n_keys) {  // the next tile's rows, fetched a KV head at a time below
-      int32_t next_block = block_index, next_offset = offset;
-      locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0 - kKeyTile), next_block,
-                  next_offset, next);
+    ahead.n = 0;
+    if (const int32_t p = t0 + ahead_tiles * kKeyTile; ahead_tiles > 0 && p < n_keys) {
+      int32_t ahead_block = p / a.block_size, ahead_offset = p % a.block_size;
+      locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - p), ahead_block, ahead_offset,
+                  ahead);
     }
     for (int h = 0; h < n_kvh; ++h) {
-      // Software prefetch of this KV head's rows of the next tile while this tile's are stepped: the rows of one KV
-      // head are head_dim values out of every slot's n_kv_heads * head_dim, a stride the hardware prefetcher does not
-      // run ahead of (16-way decode attention of the 134M F16 model: 4.4 -> 3.0 ms a step, docs/PERFORMANCE.md).
-      for (int32_t i = 0; i < next.n; ++i)
-        for (int64_t off = 0; off < hb; off += 64) {
-          __builtin_prefetch(next.k[i] + h * hb + off, 0, 3);
-          __builtin_prefetch(next.v[i] + h * hb + off, 0, 3);
-        }
       const TileRows* head_rows = &rows;
+      const TileRows* head_ahead = &ahead;
       if (h > 0) {  // the next KV head's rows: hb bytes on in every slot
         shifted.n = rows.n;
         for (int32_t i = 0; i < rows.n; ++i) shifted.k[i] = rows.k[i] + h * hb, shifted.v[i] = rows.v[i] + h * hb;
         head_rows = &shifted;
+        ahead_head.n = ahead.n;
+        for (int32_t i = 0; i < ahead.n; ++i)
+          ahead_head.k[i] = ahead.k[i] + h * hb, ahead_head.v[i] = ahead.v[i] + h * hb;
+        head_ahead = &ahead_head;
+      }
+      const TilePrefetch prefetch{head_ahead->n > 0 ? head_ahead : nullptr, hb};
+      if constexpr (kVecs == 0) {  // at once
+        for (int32_t i = 0; i < head_ahead->n; ++i)
+          for (int64_t off = 0; off < hb; off += 64) {
+            __builtin_prefetch(head_ahead->k[i] + off, 0, 3);
+            __builtin_prefetch(head_ahead->v[i] + off, 0, 3);
+          }
       }
       HeadState<Isa>* head_states = states + h * count;
       if (stage) {
         stage_tile<Isa, kVecs, kT>(a, *head_rows, k_f32, v_f32, staged);
         if constexpr (kVecs > 0)
-          tile_steps<Isa, kVecs, KvDtype::kF32>(a, staged, head_states, count);
+          tile_steps<Isa, kVecs, KvDtype::kF32>(a, staged, head_states, count, prefetch);
         else
           for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, KvDtype::kF32>(a, staged, head_states[g]);
       } else if constexpr (kVecs > 0) {
-        tile_steps<Isa, kVecs, kT>(a, *head_rows, head_states, count);
+        tile_steps<Isa, kVecs, kT>(a, *head_rows, head_states, count, prefetch);
       } else {
         for (int g = 0; g < count; ++g) tile_step<Isa, kVecs, kT>(a, *head_rows, head_states[g]);
       }
