@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "kv/kv_dtype.h"
+#include "util/huge_pages.h"
 #include "model/hparams.h"
 #include "util/memory_budget.h"
 #include "util/result.h"
@@ -15,13 +17,14 @@ namespace pagoda {
 
 class ContiguousKvCache {
  public:
-  // Precondition: check_size(hp, capacity) succeeded. The memory is not zeroed: only written rows are read.
+  // Precondition: check_size(hp, capacity) succeeded (else std::bad_alloc). The memory is on huge pages where the
+  // system gives them (util/huge_pages.h: decode streams every layer's K/V each token, as it does the weights).
   ContiguousKvCache(const ModelHParams& hp, int64_t capacity, KvDtype dtype = kDefaultKvDtype)
       : capacity_(capacity),
         slot_bytes_(kv_bytes(dtype, hp.kv_dim())),
         dtype_(dtype),
-        k_(new uint8_t[static_cast<size_t>(hp.n_layer * capacity * slot_bytes_)]),
-        v_(new uint8_t[static_cast<size_t>(hp.n_layer * capacity * slot_bytes_)]) {}
+        k_(allocate(static_cast<size_t>(hp.n_layer * capacity * slot_bytes_))),
+        v_(allocate(static_cast<size_t>(hp.n_layer * capacity * slot_bytes_))) {}
 
   // Bytes of K and V for `capacity` tokens, or an Error if that overflows or exceeds the machine's memory.
   static Result<uint64_t> check_size(const ModelHParams& hp, int64_t capacity, KvDtype dtype = kDefaultKvDtype) {
@@ -38,16 +41,22 @@ class ContiguousKvCache {
   KvDtype dtype() const { return dtype_; }
   int64_t slot_bytes() const { return slot_bytes_; }  // one token's K (or V) of one layer, stored
   // [capacity, n_kv_heads, head_dim] of dtype() for one layer.
-  uint8_t* k(int64_t layer) { return k_.get() + layer * capacity_ * slot_bytes_; }
-  uint8_t* v(int64_t layer) { return v_.get() + layer * capacity_ * slot_bytes_; }
+  uint8_t* k(int64_t layer) { return k_.data() + layer * capacity_ * slot_bytes_; }
+  uint8_t* v(int64_t layer) { return v_.data() + layer * capacity_ * slot_bytes_; }
 
  private:
+  static HugePageBuffer allocate(size_t bytes) {
+    HugePageBuffer b = HugePageBuffer::allocate(bytes);
+    if (b.data() == nullptr && bytes > 0) throw std::bad_alloc();
+    return b;
+  }
+
   int64_t capacity_;
   int64_t slot_bytes_;
   KvDtype dtype_;
   int64_t length_ = 0;
-  std::unique_ptr<uint8_t[]> k_;  // [n_layer, capacity, n_kv_heads, head_dim] of dtype_
-  std::unique_ptr<uint8_t[]> v_;  // [n_layer, capacity, n_kv_heads, head_dim] of dtype_
+  HugePageBuffer k_;  // [n_layer, capacity, n_kv_heads, head_dim] of dtype_
+  HugePageBuffer v_;  // [n_layer, capacity, n_kv_heads, head_dim] of dtype_
 };
 
 }  // namespace pagoda
