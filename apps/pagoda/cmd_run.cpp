@@ -76,7 +76,7 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
   if (terminal)
     std::fprintf(stderr, "pagoda: chat template %s (%s); a message a line, Ctrl-D ends the chat\n",
                  prompt->describe().c_str(), how.c_str());
-  int turns = 0;
+  int turns = 0, failed_turns = 0;
   std::string line;
   for (;;) {
     if (interactive) {
@@ -98,7 +98,13 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     });
-    if (!turn.ok()) return fail(turn.error().message);
+    if (!turn.ok()) {
+      // On stdin a turn that fails (a message too long for the context, say) is reported and the conversation, left
+      // as it was, goes on; the exit status still says so.
+      failed_turns += fail(turn.error().message);
+      if (!interactive) return 1;
+      continue;
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (stream_text) {
       std::fputc('\n', stdout);
@@ -123,7 +129,7 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
                  turn->ended ? "" : ": stopped at the token limit (-n) or the context's end");
   }
   if (interactive && turns == 0) return fail("--chat without -p: no message on stdin");
-  return 0;
+  return failed_turns > 0 ? 1 : 0;
 }
 
 int run(const RunOptions& o) {

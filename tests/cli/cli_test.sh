@@ -70,6 +70,12 @@ PY
 [ "$(grep -c "kept from the last turn" "$tmp/chat.err")" = 2 ] && ok || bad "run --chat statistics: $(cat "$tmp/chat.err")"
 printf 'Once upon a time\n' | timeout 60 "$pagoda" run "$model" --chat -n 8 --temp 0 >"$tmp/chat.txt" 2>/dev/null
 [ "$(wc -l <"$tmp/chat.txt")" = 1 ] && ! grep -q "im_start\|Once upon" "$tmp/chat.txt" && ok || bad "run --chat text: $(cat "$tmp/chat.txt")"
+# A stdin turn too long for the context is reported; the conversation goes on, and the exit status says it.
+{ printf 'Once upon a time\n'; for i in $(seq 60); do printf 'a dog ran. '; done; printf '\nthere was a cat\n'; } |
+  timeout 60 "$pagoda" run "$model" --chat -c 100 -n 8 --temp 0 --format json >"$tmp/chat.jsonl" 2>"$tmp/chat.err"
+rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$tmp/chat.jsonl")" = 2 ] && [ "$(grep -c "error:.*more than the context size of 100" "$tmp/chat.err")" = 1 ] \
+  && ok || bad "run --chat, a turn too long: rc $rc, $(cat "$tmp/chat.jsonl" "$tmp/chat.err")"
 timeout 60 "$pagoda" run "$model" --chat -n 8 </dev/null >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "no message on stdin" "$tmp/err" && ok || bad "run --chat, empty stdin: $(cat "$tmp/err")"
 expect_error "run without a prompt" "prompt is required.*--chat" -- run "$model"
