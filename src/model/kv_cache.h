@@ -3,13 +3,12 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <new>
 #include <string>
 
 #include "kv/kv_dtype.h"
-#include "util/huge_pages.h"
 #include "model/hparams.h"
+#include "util/huge_pages.h"
 #include "util/memory_budget.h"
 #include "util/result.h"
 

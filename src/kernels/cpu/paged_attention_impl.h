@@ -314,11 +314,12 @@ __attribute__((always_inline)) inline typename Isa::V scores16(const typename Is
 }
 
 // Rows of a later tile to fetch into the cache while this one's values are weighed: with key i, the K and V lines of
-// ahead->k[i], ahead->v[i] (row_bytes each, as stored). Spread over the loop rather than issued at once at the
+// ahead->k[i] + offset, ahead->v[i] + offset (row_bytes each, as stored; offset picks a KV head of the slots). Spread over the loop rather than issued at once at the
 // tile's start, the requests overlap the arithmetic instead of queueing behind one another (docs/PERFORMANCE.md).
 struct TilePrefetch {
   const TileRows* ahead = nullptr;
   int64_t row_bytes = 0;
+  int64_t offset = 0;
 };
 
 // The values of kStates states over a tile of rows of kT (tile_step's last part): each state's accumulators rescaled by
@@ -338,7 +339,7 @@ __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, co
   const int32_t ahead_n = prefetch.ahead != nullptr ? prefetch.ahead->n : 0;
   for (int32_t i = 0; i < rows.n; ++i) {
     if (i < ahead_n)
-      for (int64_t off = 0; off < prefetch.row_bytes; off += 64) {
+      for (int64_t off = prefetch.offset; off < prefetch.offset + prefetch.row_bytes; off += 64) {
         __builtin_prefetch(prefetch.ahead->k[i] + off, 0, 3);
         __builtin_prefetch(prefetch.ahead->v[i] + off, 0, 3);
       }
@@ -494,7 +495,7 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
   alignas(64) float v_f32[kStagedFloats];
   // Full vectors prefetch two KV-head steps ahead; otherwise (tile_step) several KV heads the next tile, at once.
   const int32_t ahead_tiles = kVecs > 0 ? (n_kvh > 1 ? 1 : 2) : (n_kvh > 1 ? 1 : 0);
-  TileRows rows, shifted, staged, ahead, ahead_head;
+  TileRows rows, shifted, staged, ahead;
   for (int32_t t0 = from; t0 < n_keys; t0 += kKeyTile) {
     if ((t0 - key_begin) % kKeySegment == 0)
       for (int g = 0; g < n_kvh * count; ++g) close_segment<Isa>(states[g], nv);
@@ -507,22 +508,17 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
     }
     for (int h = 0; h < n_kvh; ++h) {
       const TileRows* head_rows = &rows;
-      const TileRows* head_ahead = &ahead;
       if (h > 0) {  // the next KV head's rows: hb bytes on in every slot
         shifted.n = rows.n;
         for (int32_t i = 0; i < rows.n; ++i) shifted.k[i] = rows.k[i] + h * hb, shifted.v[i] = rows.v[i] + h * hb;
         head_rows = &shifted;
-        ahead_head.n = ahead.n;
-        for (int32_t i = 0; i < ahead.n; ++i)
-          ahead_head.k[i] = ahead.k[i] + h * hb, ahead_head.v[i] = ahead.v[i] + h * hb;
-        head_ahead = &ahead_head;
       }
-      const TilePrefetch prefetch{head_ahead->n > 0 ? head_ahead : nullptr, hb};
+      const TilePrefetch prefetch{ahead.n > 0 ? &ahead : nullptr, hb, h * hb};  // this KV head's rows of `ahead`
       if constexpr (kVecs == 0) {  // at once
-        for (int32_t i = 0; i < head_ahead->n; ++i)
-          for (int64_t off = 0; off < hb; off += 64) {
-            __builtin_prefetch(head_ahead->k[i] + off, 0, 3);
-            __builtin_prefetch(head_ahead->v[i] + off, 0, 3);
+        for (int32_t i = 0; i < ahead.n; ++i)
+          for (int64_t off = h * hb; off < (h + 1) * hb; off += 64) {
+            __builtin_prefetch(ahead.k[i] + off, 0, 3);
+            __builtin_prefetch(ahead.v[i] + off, 0, 3);
           }
       }
       HeadState<Isa>* head_states = states + h * count;
