@@ -225,10 +225,13 @@ test('generic format: "required" and a named function give calls; history round-
   const call = r.choices[0].message.tool_calls[0];
   assert.equal(call.function.name, 'search');
   checkCall('search', JSON.parse(call.function.arguments));
+  // The history carries a fixed call id, not the random one of the reply: the id is part of the prompt, and with a
+  // random one the greedy reply (a toy model's) changed from run to run, now and then past max_tokens.
+  const fixed = { ...call, id: 'call_0123456789abcdef01234567' };
   const next = await plainClient.chat.completions.create({ model, tools: openaiTools, tool_choice: 'required',
     max_tokens: 80, temperature: 0, messages: [
-      { role: 'user', content: 'Weather?' }, { role: 'assistant', content: null, tool_calls: [call] },
-      { role: 'tool', tool_call_id: call.id, content: 'no results' }] });
+      { role: 'user', content: 'Weather?' }, { role: 'assistant', content: null, tool_calls: [fixed] },
+      { role: 'tool', tool_call_id: fixed.id, content: 'no results' }] });
   assert.equal(next.choices[0].finish_reason, 'tool_calls');
   for (const c of next.choices[0].message.tool_calls) checkCall(c.function.name, JSON.parse(c.function.arguments));
   assert.ok(next.usage.prompt_tokens > r.usage.prompt_tokens, 'the call and its result are in the prompt');
