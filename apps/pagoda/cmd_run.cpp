@@ -1,4 +1,5 @@
-// pagoda run MODEL.gguf -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--format text|json] [--no-echo]
+// pagoda run MODEL.gguf -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
+//            [--presence-penalty P] [--frequency-penalty F] [--seed S] [--format text|json] [--no-echo]
 //            [--kv-cache-dtype f32|f16|bf16|q8_0] [--device cpu|cuda]
 // pagoda run MODEL.gguf --chat [-p MESSAGE] [--system TEXT] [--chat-template NAME | --chat-template-file F]
 //            [--chat-template-kwargs JSON] (and the sampling flags above)
@@ -36,6 +37,10 @@ struct RunOptions {
   float temperature = 0.8f;
   int32_t top_k = 40;
   float top_p = 0.95f;
+  float min_p = 0.0f;
+  float repeat_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   std::optional<uint64_t> seed;
   int64_t ctx_size = 0;
   std::string format = "text";
@@ -56,6 +61,10 @@ GenerateOptions generate_options(const RunOptions& o, int64_t n_ctx) {
   gen.sampling.temperature = o.temperature;
   gen.sampling.top_k = o.top_k;
   gen.sampling.top_p = o.top_p;
+  gen.sampling.min_p = o.min_p;
+  gen.sampling.repetition_penalty = o.repeat_penalty;
+  gen.sampling.presence_penalty = o.presence_penalty;
+  gen.sampling.frequency_penalty = o.frequency_penalty;
   gen.sampling.seed = o.seed ? *o.seed : std::random_device{}();
   return gen;
 }
@@ -127,12 +136,17 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
                  turn->prompt_ids.size(), static_cast<long long>(turn->reused), turn->ids.size(), seconds,
                  seconds > 0 ? (evaluated + turn->ids.size()) / seconds : 0.0,
                  turn->ended ? "" : ": stopped at the token limit (-n) or the context's end");
+    // A reply that ran to the context's end without ending its turn is, for a small model, mostly a loop.
+    if (!turn->ended && !o.has_n_predict && gen.sampling.repetition_penalty == 1.0f)
+      std::fprintf(stderr, "pagoda: the reply never ended its turn; a small model can repeat itself: -n caps a reply, "
+                           "--repeat-penalty 1.1 discourages repeats\n");
   }
   if (interactive && turns == 0) return fail("--chat without -p: no message on stdin");
   return failed_turns > 0 ? 1 : 0;
 }
 
 int run(const RunOptions& o) {
+  if (!(o.repeat_penalty > 0.0f)) return fail("--repeat-penalty must be > 0 (1 disables it)");
   if (!o.chat) {
     if (!o.has_prompt) return fail("--prompt is required (or --chat, to talk with the model a message a line)");
     if (o.has_system) return fail("--system needs --chat");
@@ -230,6 +244,20 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--top-k", opts->top_k, "Keep the K most likely tokens; 0 keeps all (default 40)")
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--top-p", opts->top_p, "Nucleus sampling mass (default 0.95)")->check(finite_range(0.0, 1.0));
+  cmd->add_option("--min-p", opts->min_p,
+                  "Drop tokens less likely than this times the most likely one; 0 disables (default 0)")
+      ->check(finite_range(0.0, 1.0));
+  cmd->add_option("--repeat-penalty", opts->repeat_penalty,
+                  "Divide the positive logits (multiply the negative ones) of every token already in the prompt or "
+                  "the output by this, once per token (as vLLM's repetition_penalty; llama.cpp's looks at the last 64 "
+                  "tokens only); 1 disables (default 1)")
+      ->check(finite_range(0.0, 100.0));
+  cmd->add_option("--presence-penalty", opts->presence_penalty,
+                  "Subtracted from the logit of every token already in the output (default 0)")
+      ->check(finite_range(-2.0, 2.0));
+  cmd->add_option("--frequency-penalty", opts->frequency_penalty,
+                  "Subtracted from a token's logit once per time it is in the output (default 0)")
+      ->check(finite_range(-2.0, 2.0));
   cmd->add_option("--seed", opts->seed, "Random seed (default: random)")->check(uint64_text());
   cmd->add_option("-c,--ctx-size", opts->ctx_size, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

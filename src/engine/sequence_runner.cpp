@@ -107,7 +107,8 @@ Result<std::vector<int32_t>> generate_after(SequenceRunner& runner, std::span<co
   if (!logits.ok()) return logits.error();
   const auto& tok = runner.model().tokenizer();
   for (int64_t i = 0; i < options.max_new_tokens; ++i) {
-    const int32_t id = sampler.sample(*logits);
+    // The penalties see the whole prompt (the cached part included) and the output so far, as the engine's do.
+    const int32_t id = sampler.sample(*logits, prompt, out);
     out.push_back(id);
     if (on_token) on_token(id);
     if (tok.is_end_of_generation(id) || runner.length() >= runner.n_ctx()) break;

@@ -28,6 +28,11 @@ timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 4 --temp 0 >"$tmp/run
 a=$(timeout 60 "$pagoda" run "$model" -p "Once" -n 24 --temp 0.9 --seed 7 --format json 2>/dev/null | tail -n 1)
 b=$(timeout 60 "$pagoda" run "$model" -p "Once" -n 24 --temp 0.9 --seed 7 --format json 2>/dev/null | tail -n 1)
 [ -n "$a" ] && [ "$a" = "$b" ] && ok || bad "same seed, different output"
+# The penalties reach run's sampler: greedy tokens change with them (stories260K repeats itself within 48 tokens).
+p=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 48 --temp 0 --repeat-penalty 1.3 --presence-penalty 0.5 \
+  --frequency-penalty 0.5 --format json 2>/dev/null | tail -n 1)
+g=$(timeout 60 "$pagoda" run "$model" -p "Once upon a time" -n 48 --temp 0 --format json 2>/dev/null | tail -n 1)
+echo "$p" | grep -q '"ids":\[' && [ "$p" != "$g" ] && ok || bad "penalties change nothing: $p"
 tok=$(timeout 60 "$pagoda" tokenize "$shared/vocab/ggml-vocab-llama-spm.gguf" -p "Hello world" --no-special --format json | tail -n 1)
 [ "$tok" = '{"ids":[15043,3186]}' ] && ok || bad "tokenize: $tok"
 tok=$(timeout 60 "$pagoda" tokenize "$shared/vocab/ggml-vocab-llama-spm.gguf" -p "Hello world" --format json | tail -n 1)
@@ -70,6 +75,11 @@ PY
 [ "$(grep -c "kept from the last turn" "$tmp/chat.err")" = 2 ] && ok || bad "run --chat statistics: $(cat "$tmp/chat.err")"
 printf 'Once upon a time\n' | timeout 60 "$pagoda" run "$model" --chat -n 8 --temp 0 >"$tmp/chat.txt" 2>/dev/null
 [ "$(wc -l <"$tmp/chat.txt")" = 1 ] && ! grep -q "im_start\|Once upon" "$tmp/chat.txt" && ok || bad "run --chat text: $(cat "$tmp/chat.txt")"
+# A reply that runs to the context's end (no -n) gets a hint about loops and the flags against them; not when -n caps it.
+timeout 60 "$pagoda" run "$model" --chat -p "Once upon a time" -c 64 --temp 0 >/dev/null 2>"$tmp/loop.err"
+grep -q "never ended its turn.*--repeat-penalty 1.1" "$tmp/loop.err" && ok || bad "no loop hint: $(cat "$tmp/loop.err")"
+timeout 60 "$pagoda" run "$model" --chat -p "Once upon a time" -c 64 -n 8 --temp 0 >/dev/null 2>"$tmp/loop.err"
+! grep -q "never ended its turn" "$tmp/loop.err" && ok || bad "loop hint despite -n: $(cat "$tmp/loop.err")"
 # A stdin turn too long for the context is reported; the conversation goes on, and the exit status says it.
 { printf 'Once upon a time\n'; for i in $(seq 60); do printf 'a dog ran. '; done; printf '\nthere was a cat\n'; } |
   timeout 60 "$pagoda" run "$model" --chat -c 100 -n 8 --temp 0 --format json >"$tmp/chat.jsonl" 2>"$tmp/chat.err"
@@ -124,6 +134,10 @@ expect_error "NaN temperature" "not a number|out of range" -- run "$model" -p hi
 expect_error "non-numeric -n" "n-predict|-n" -- run "$model" -p hi -n abc
 expect_error "negative -n" "n-predict|-n" -- run "$model" -p hi -n -5
 expect_error "top-p above 1" "top-p" -- run "$model" -p hi --top-p 2
+expect_error "min-p above 1" "min-p" -- run "$model" -p hi --min-p 1.5
+expect_error "zero repeat penalty" "repeat-penalty must be > 0" -- run "$model" -p hi --repeat-penalty 0
+expect_error "presence penalty out of range" "presence-penalty" -- run "$model" -p hi --presence-penalty 3
+expect_error "frequency penalty not a number" "frequency-penalty" -- run "$model" -p hi --frequency-penalty x
 expect_error "bad format" "format" -- run "$model" -p hi --format xml
 expect_error "unknown flag" "--bogus" -- run "$model" -p hi --bogus
 expect_error "missing prompt" "prompt" -- run "$model"

@@ -99,6 +99,25 @@ TEST(ChatSession, AMessageThatCannotFitIsAnErrorAndTheConversationStaysAsItWas) 
   EXPECT_EQ(next->ids, fresh_reply(next->prompt_ids, 64, 4));
 }
 
+// A later turn's penalties see the whole conversation's prompt, the part kept in the cache included: its reply is
+// a fresh runner's over the same prompt.
+TEST(ChatSession, PenalizedTurnsGiveAFreshRunnersTokens) {
+  ThreadPool pool(2);
+  SequenceRunner runner(stories260k(), pool, 512);
+  ChatSession session(runner, ChatPrompt::builtin(ChatTemplateFamily::kChatml), nlohmann::ordered_json::array());
+  GenerateOptions o = greedy(16);
+  o.sampling.repetition_penalty = 1.5f;
+  o.sampling.frequency_penalty = 0.5f;
+  ASSERT_TRUE(session.reply("Once upon a time", o).ok());
+  auto turn = session.reply("there was a cat.", o);
+  ASSERT_TRUE(turn.ok()) << turn.error().message;
+  ASSERT_GT(turn->reused, 0);
+  SequenceRunner fresh(stories260k(), pool, 512);
+  auto ids = generate(fresh, turn->prompt_ids, o, nullptr);
+  ASSERT_TRUE(ids.ok()) << ids.error().message;
+  EXPECT_EQ(turn->ids, *ids);
+}
+
 TEST(GenerateAfter, RejectsACachedCountTheRunnerDoesNotHold) {
   ThreadPool pool(1);
   SequenceRunner runner(stories260k(), pool, 64);

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "engine/engine.h"
+#include "test_models.h"
 #include "util/rng.h"
 
 namespace pagoda {
@@ -28,6 +30,59 @@ TEST(SequenceRunner, ChunkedPrefillGivesTheBitsOfOneCall) {
   const size_t V = last_logits.size();
   ASSERT_EQ(all->size(), V * n);
   EXPECT_EQ(0, std::memcmp(last_logits.data(), all->data() + (n - 1) * V, V * sizeof(float)));
+}
+
+// generate() (pagoda run) samples with the penalties as the engine (pagoda serve) does: the same request gives the
+// same tokens on both paths, greedy and seeded; and the penalties do change what a plain run would give.
+TEST(SequenceRunner, GenerateAppliesThePenaltiesAsTheEngineDoes) {
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 403, 407};
+  auto engine_tokens = [&](const SamplingParams& sp, uint64_t seed) {
+    EngineConfig config;
+    config.num_blocks = 64;
+    config.num_threads = 2;
+    auto engine = Engine::create(stories260k(), config);
+    EXPECT_TRUE(engine.ok()) << (engine.ok() ? "" : engine.error().message);
+    GenerationRequest r;
+    r.id = "penalized";
+    r.prompt = prompt;
+    r.max_tokens = 48;
+    r.sampling = sp;
+    r.seed = seed;
+    auto stream = (*engine)->submit(r);
+    (*engine)->run_until_idle();
+    std::vector<int32_t> ids;
+    StreamEvent ev;
+    while (stream->try_next(&ev))
+      if (ev.kind == StreamEvent::Kind::kToken) ids.push_back(ev.token);
+    return ids;
+  };
+  auto run_tokens = [&](const SamplingParams& sp, uint64_t seed) {
+    ThreadPool pool(2);
+    SequenceRunner runner(stories260k(), pool, 256);
+    GenerateOptions o;
+    o.max_new_tokens = 48;
+    o.sampling = sp;
+    o.sampling.seed = seed;
+    auto ids = generate(runner, prompt, o, nullptr);
+    EXPECT_TRUE(ids.ok()) << ids.error().message;
+    return ids.ok() ? *ids : std::vector<int32_t>{};
+  };
+  SamplingParams plain;
+  plain.temperature = 0.0f;
+  SamplingParams penalized = plain;
+  penalized.repetition_penalty = 1.3f;
+  penalized.presence_penalty = 0.4f;
+  penalized.frequency_penalty = 0.3f;
+  const auto greedy = run_tokens(plain, 1), greedy_penalized = run_tokens(penalized, 1);
+  ASSERT_FALSE(greedy_penalized.empty());
+  EXPECT_NE(greedy_penalized, greedy);
+  EXPECT_EQ(greedy_penalized, engine_tokens(penalized, 1));
+  SamplingParams sampled = penalized;
+  sampled.temperature = 0.9f;
+  sampled.min_p = 0.05f;
+  const auto a = run_tokens(sampled, 11);
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, engine_tokens(sampled, 11));
 }
 
 }  // namespace pagoda
