@@ -146,6 +146,7 @@ try:
 
     # --- run --chat: the chat turns of one user message (and a system message) as -p / --system, greedy, ending at
     # <|im_end|>, whose text never shows
+    penalized = []
     for i, (g, p) in enumerate(zip(goldens, prompts)):
         msgs = p.get("messages", [])
         if not msgs or msgs[-1]["role"] != "user" or any(m["role"] == "assistant" for m in msgs):
@@ -160,6 +161,13 @@ try:
         check(out["prompt_ids"] == g["prompt_ids"] and out["reused"] == 0, f"run --chat {i}: prompt ids")
         greedy_matches(f"run --chat {i}", out["ids"], g, stops_at_eos=True)
         check("<|im_end|>" not in out["text"] and out["ended"] == (out["ids"][-1] == IM_END), f"run --chat {i}: {out}")
+        if len(penalized) < 2:  # the same turn with penalties, for serve to match below
+            r = run([pagoda, "run", model, "--chat", "-p", msgs[-1]["content"], "-n", "64", "--temp", "0", "--format",
+                     "json", "-t", "2", "--repeat-penalty", "1.1", "--frequency-penalty", "0.2"] +
+                    (["--system", system[0]] if system else []))
+            check(r.returncode == 0, f"run --chat {i} with penalties: {r.stderr[-300:]}")
+            if r.returncode == 0:
+                penalized.append((msgs, json.loads(r.stdout.splitlines()[-1])["ids"]))
 
     # --- run --chat on stdin: the second turn's prompt is the template's rendering of the whole conversation (the
     # first reply included), its first turn's K/V are kept, and its reply is a fresh run's of that prompt
@@ -235,6 +243,15 @@ try:
                 stopped += choice["finish_reason"] == "stop"
                 check("<|im_end|>" not in choice["message"]["content"], f"serve chat shows <|im_end|>: {choice}")
             check(stopped >= 4, f"serve chat: only {stopped} of 8 turns ended at <|im_end|> within 128 tokens")
+            # The penalties: run --chat's greedy reply is serve's, token for token (the same sampler on both paths).
+            check(len(penalized) == 2, f"run --chat with penalties: {len(penalized)} turns")
+            for msgs, run_ids in penalized:
+                out = post("/v1/chat/completions", {"messages": msgs, "max_tokens": 64, "temperature": 0,
+                                                    "repetition_penalty": 1.1, "frequency_penalty": 0.2,
+                                                    "logprobs": True, "return_tokens_as_token_ids": True})
+                ids = [int(t["token"].split(":")[1]) for t in out["choices"][0]["logprobs"]["content"]]
+                strip = lambda x: x[:-1] if x and x[-1] == IM_END else x
+                check(strip(ids) == strip(run_ids), f"penalized chat: serve {ids} against run --chat {run_ids}")
     finally:
         server.send_signal(signal.SIGTERM)
         check(server.wait(timeout=60) == 0, "serve did not exit 0 on SIGTERM")
