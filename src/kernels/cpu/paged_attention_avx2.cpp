@@ -87,10 +87,11 @@ struct Avx2 {
     return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))};
   }
   static float f16(uint16_t bits) { return _cvtsh_ss(bits); }
-  static float reduce_max(V v) {
-    alignas(32) float l[16];
-    store(l, v);
-    return *std::max_element(l, l + 16);
+  static float reduce_max(V v) {  // (the maximum is the same in any order)
+    const __m256 m8 = _mm256_max_ps(v.lo, v.hi);
+    const __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+    const __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    return _mm_cvtss_f32(_mm_max_ss(m2, _mm_shuffle_ps(m2, m2, 1)));
   }
 };
 

@@ -106,7 +106,7 @@ inline typename Isa::V load_kv(const uint8_t* row, int j, int n) {
 // e^x for x <= 88 (inputs below -87 are clamped there: results ~1e-38 instead of smaller). Cody-Waite range
 // reduction and a degree-5 polynomial (the Cephes expf coefficients); about 1 ulp.
 template <class Isa>
-inline typename Isa::V exp_approx(typename Isa::V x) {
+__attribute__((always_inline)) inline typename Isa::V exp_approx(typename Isa::V x) {
   using V = typename Isa::V;
   x = Isa::max(x, Isa::set1(-87.0f));
   x = Isa::min(x, Isa::set1(88.0f));
@@ -180,14 +180,18 @@ struct TileRows {
 
 inline void locate_tile(const PagedAttentionArgs& a, const int32_t* table, int64_t row_stride, int64_t head_offset,
                         int32_t n, int32_t& block_index, int32_t& offset, TileRows& rows) {
-  const uint8_t* k_cache = static_cast<const uint8_t*>(a.k_cache);
-  const uint8_t* v_cache = static_cast<const uint8_t*>(a.v_cache);
+  const uint8_t* k_cache = static_cast<const uint8_t*>(a.k_cache) + head_offset;
+  const uint8_t* v_cache = static_cast<const uint8_t*>(a.v_cache) + head_offset;
   rows.n = n;
-  for (int32_t i = 0; i < n; ++i) {
-    const int64_t slot = static_cast<int64_t>(table[block_index]) * a.block_size + offset;
-    rows.k[i] = k_cache + slot * row_stride + head_offset;
-    rows.v[i] = v_cache + slot * row_stride + head_offset;
-    if (++offset == a.block_size) {
+  // A block's slots at a time: consecutive slots are row_stride bytes apart.
+  for (int32_t i = 0; i < n;) {
+    const int32_t run = std::min(n - i, a.block_size - offset);
+    const int64_t first = (static_cast<int64_t>(table[block_index]) * a.block_size + offset) * row_stride;
+    const uint8_t* k = k_cache + first;
+    const uint8_t* v = v_cache + first;
+    for (const int32_t end = i + run; i < end; ++i, k += row_stride, v += row_stride) rows.k[i] = k, rows.v[i] = v;
+    offset += run;
+    if (offset == a.block_size) {
       offset = 0;
       ++block_index;
     }
@@ -207,27 +211,46 @@ void init_state(const PagedAttentionArgs& a, int32_t token, int32_t head, HeadSt
   st.head = head;
 }
 
-// The online-softmax part of a tile step: scores [kKeyTile] (set to -inf past n here) -> weights [kKeyTile]
-// (e^(score - new maximum), 0 past n); cur.sum rescaled to the new maximum plus the tile's sum. Returns the
-// correction that rescales the values accumulated so far; the new maximum goes to *new_max (cur.max is the caller's
-// to set once the values are accumulated).
+// The online-softmax part of a tile step, in three parts (softmax_tile runs them for one head; tile_steps_group for
+// several heads at once, with one vector of exponentials for all their corrections: the same operations lane by
+// lane, so the same bits).
+// tile_max: the largest score of the tile (scores [kKeyTile], set to -inf past n here).
 template <class Isa>
-inline float softmax_tile(float* scores, float* weights, int32_t n, Partial<Isa>& cur, float* new_max) {
-  using V = typename Isa::V;
+__attribute__((always_inline)) inline float tile_max(float* scores, int32_t n) {
   for (int32_t i = n; i < kKeyTile; ++i) scores[i] = -INFINITY;
-  const V s0 = Isa::load(scores, 16), s1 = Isa::load(scores + 16, 16);
-  const float tile_max = Isa::reduce_max(Isa::max(s0, s1));
-  // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
-  *new_max = std::max(cur.max, tile_max);
-  alignas(64) float correction_lanes[16];
-  Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(cur.max - *new_max)));
-  const float correction = cur.max == -INFINITY ? 0.0f : correction_lanes[0];
-  const V m = Isa::set1(*new_max);
-  Isa::store(weights, exp_approx<Isa>(Isa::sub(s0, m)));
-  Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(s1, m)));
+  return Isa::reduce_max(Isa::max(Isa::load(scores, 16), Isa::load(scores + 16, 16)));
+}
+
+// The correction that rescales what was accumulated at maximum `old_max` to `new_max`, from its lane of
+// exp_approx(old_max - new_max) (`e`): nothing was accumulated while old_max is -inf.
+inline float tile_correction(float old_max, float e) { return old_max == -INFINITY ? 0.0f : e; }
+
+// weights [kKeyTile] = e^(score - new_max) (0 past n); cur.sum rescaled by `correction` plus the tile's sum.
+template <class Isa>
+__attribute__((always_inline)) inline void tile_weights(const float* scores, float* weights, int32_t n, float new_max,
+                                                        float correction, Partial<Isa>& cur) {
+  using V = typename Isa::V;
+  const V m = Isa::set1(new_max);
+  Isa::store(weights, exp_approx<Isa>(Isa::sub(Isa::load(scores, 16), m)));
+  Isa::store(weights + 16, exp_approx<Isa>(Isa::sub(Isa::load(scores + 16, 16), m)));
   for (int32_t i = n; i < kKeyTile; ++i) weights[i] = 0.0f;
   const float tile_sum = Isa::reduce_sum(Isa::load(weights, 16)) + Isa::reduce_sum(Isa::load(weights + 16, 16));
   cur.sum = cur.sum * correction + tile_sum;
+}
+
+// The online-softmax part of a tile step for one head: scores [kKeyTile] (set to -inf past n here) -> weights
+// [kKeyTile] (e^(score - new maximum), 0 past n); cur.sum rescaled to the new maximum plus the tile's sum. Returns
+// the correction that rescales the values accumulated so far; the new maximum goes to *new_max (cur.max is the
+// caller's to set once the values are accumulated).
+template <class Isa>
+inline float softmax_tile(float* scores, float* weights, int32_t n, Partial<Isa>& cur, float* new_max) {
+  static_assert(kKeyTile == 32, "the tile is two vectors of 16");
+  *new_max = std::max(cur.max, tile_max<Isa>(scores, n));
+  // Online softmax: rescale what has been accumulated so far to the new maximum, once per tile.
+  alignas(64) float correction_lanes[16];
+  Isa::store(correction_lanes, exp_approx<Isa>(Isa::set1(cur.max - *new_max)));
+  const float correction = tile_correction(cur.max, correction_lanes[0]);
+  tile_weights<Isa>(scores, weights, n, *new_max, correction, cur);
   return correction;
 }
 
@@ -360,9 +383,10 @@ __attribute__((always_inline)) inline void weigh_values(const TileRows& rows, co
 }
 
 // tile_step for kGroup states over the same tile of rows of kT (staged as f32, or as stored): each state's operations
-// exactly tile_step's, in its order, so the same bits. Only the interleaving differs: every state's scores and
-// softmax first (the softmax is a chain of dependent steps; the next state's scores overlap it), then the values,
-// value_group() states per pass over the V rows. A state's weighted values are kVecs chains of dependent
+// exactly tile_step's, in its order, so the same bits. Only the interleaving differs: every state's scores and tile
+// maximum first, then one vector exponential for every state's correction (lane g: state g's), then each state's
+// weights (the softmax is a chain of dependent steps; the states' chains overlap), then the values, value_group()
+// states per pass over the V rows. A state's weighted values are kVecs chains of dependent
 // multiply-adds (4 at head_dim 64), too few to keep two FMA units busy; a pass of 4 states runs 16 side by side and
 // loads each V row once. (tile_step as GCC compiles it also keeps its products and accumulators in memory.)
 // Prefill attention of SmolLM2's shape, Zen 5: docs/PERFORMANCE.md.
@@ -373,9 +397,12 @@ inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, 
   static_assert(kVecs > 0, "full vectors only");
   constexpr bool kUnrolled = Isa::kRegisterVectors >= 16 + kVecs + 2;
   constexpr int kPass = value_group<Isa, kVecs>() < kGroup ? value_group<Isa, kVecs>() : kGroup;
-  alignas(64) float scores[kKeyTile];
+  static_assert(kGroup <= 16, "one vector of corrections");
+  alignas(64) float scores[kGroup][kKeyTile];
   alignas(64) float weights[kGroup][kKeyTile];
-  float correction[kGroup];
+  alignas(64) float correction[16];
+  alignas(64) float max_step[16] = {};  // [state] old maximum - new maximum
+  float old_max[kGroup];
   const int32_t n = rows.n;
   const V scale = Isa::set1(a.scale);
   for (int g = 0; g < kGroup; ++g) {
@@ -384,15 +411,23 @@ inline void tile_steps_group(const PagedAttentionArgs& a, const TileRows& rows, 
 #pragma GCC unroll 16
     for (int j = 0; j < kVecs; ++j) q[j] = st.q[j];
     if (n == kKeyTile) {
-      Isa::store(scores, Isa::mul(scores16<Isa, kVecs, kT, true, kUnrolled>(q, rows, 0, n), scale));
-      Isa::store(scores + 16, Isa::mul(scores16<Isa, kVecs, kT, true, kUnrolled>(q, rows, 16, n), scale));
+      Isa::store(scores[g], Isa::mul(scores16<Isa, kVecs, kT, true, kUnrolled>(q, rows, 0, n), scale));
+      Isa::store(scores[g] + 16, Isa::mul(scores16<Isa, kVecs, kT, true, kUnrolled>(q, rows, 16, n), scale));
     } else {
       for (int32_t i0 = 0; i0 < n; i0 += 16)
-        Isa::store(scores + i0, Isa::mul(scores16<Isa, kVecs, kT, false, kUnrolled>(q, rows, i0, n), scale));
+        Isa::store(scores[g] + i0, Isa::mul(scores16<Isa, kVecs, kT, false, kUnrolled>(q, rows, i0, n), scale));
     }
-    float new_max;
-    correction[g] = softmax_tile<Isa>(scores, weights[g], n, st.cur, &new_max);
+    const float new_max = std::max(st.cur.max, tile_max<Isa>(scores[g], n));
+    old_max[g] = st.cur.max;
+    max_step[g] = st.cur.max - new_max;
     st.cur.max = new_max;  // (read again only by the next tile)
+  }
+  // softmax_tile's corrections, every state's in one vector (lane g: exp_approx of state g's step).
+  Isa::store(correction, exp_approx<Isa>(Isa::load(max_step, 16)));
+  for (int g = 0; g < kGroup; ++g) {
+    Partial<Isa>& cur = states[g].cur;
+    correction[g] = tile_correction(old_max[g], correction[g]);
+    tile_weights<Isa>(scores[g], weights[g], n, cur.max, correction[g], cur);
   }
   int g = 0;
   for (; g + kPass <= kGroup; g += kPass, prefetch = {})  // the prefetches with the first pass only
@@ -454,7 +489,7 @@ void finish_state(const PagedAttentionArgs& a, HeadState<Isa>& st) {
 // the staged rows as f32 computes with the same values, in the same order, as over the cache: the same bits, without
 // converting the stored type again for every head and query that reads the tile.
 template <class Isa, int kVecs, KvDtype kT>
-void stage_tile(const PagedAttentionArgs& a, const TileRows& rows, float* k_f32, float* v_f32, TileRows& staged) {
+__attribute__((always_inline)) inline void stage_tile(const PagedAttentionArgs& a, const TileRows& rows, float* k_f32, float* v_f32, TileRows& staged) {
   const int32_t D = kVecs > 0 ? 16 * kVecs : a.head_dim;
   const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
   staged.n = rows.n;
@@ -480,7 +515,8 @@ void stage_tile(const PagedAttentionArgs& a, const TileRows& rows, float* k_f32,
 // out of every slot's n_kv_heads * head_dim, a stride no hardware prefetcher runs ahead of): two KV-head steps on,
 // i.e. the tile after next for one KV head, the next tile for several. With full vectors the requests go with the
 // values' keys (TilePrefetch); single-sequence decode attention at 4,032 keys (SmolLM2's shape, from memory, Zen 5):
-// 3.8-3.9 -> 3.1-3.3 ms a step, 16 sequences at 192 keys 3.4-3.5 -> 2.5 ms (docs/PERFORMANCE.md).
+// 3.8-3.9 -> 3.1-3.3 ms a step, 16 sequences at 192 keys 3.4-3.5 -> 2.5 ms (docs/PERFORMANCE.md). Each tile's
+// rows are located once, when it is first prefetched.
 template <class Isa, int kVecs, KvDtype kT>
 void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t key_begin, int32_t from,
                int32_t n_keys, HeadState<Isa>* states, int count, int n_kvh = 1) {
@@ -488,24 +524,34 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
   const int nv = kVecs > 0 ? kVecs : (D + 15) / 16;
   const int64_t hb = kv_bytes(kT, D);
   const int32_t* table = a.block_table + static_cast<int64_t>(seq) * a.max_blocks;
-  int32_t block_index = from / a.block_size, offset = from % a.block_size;
   const bool stage = kT != KvDtype::kF32 && count >= 2;
   constexpr int kStagedFloats = kT == KvDtype::kF32 ? 16 : kKeyTile * 16 * (kVecs > 0 ? kVecs : kMaxHeadVecs);
   alignas(64) float k_f32[kStagedFloats];  // [kKeyTile][16 * nv]
   alignas(64) float v_f32[kStagedFloats];
   // Full vectors prefetch two KV-head steps ahead; otherwise (tile_step) several KV heads the next tile, at once.
   const int32_t ahead_tiles = kVecs > 0 ? (n_kvh > 1 ? 1 : 2) : (n_kvh > 1 ? 1 : 0);
-  TileRows rows, shifted, staged, ahead;
+  // The tiles located so far, by tile index mod 3 (this one and up to two ahead): each is located once, as the tile
+  // to prefetch and then as the one to step.
+  TileRows located[3];
+  int32_t located_at[3] = {-1, -1, -1};  // the first key of the tile each holds
+  auto locate = [&](int32_t t) -> const TileRows& {
+    TileRows& r = located[((t - from) / kKeyTile) % 3];
+    int32_t& at = located_at[((t - from) / kKeyTile) % 3];
+    if (at != t) {
+      int32_t b = t / a.block_size, o = t % a.block_size;
+      locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t), b, o, r);
+      at = t;
+    }
+    return r;
+  };
+  static_assert(kKeyTile % 16 == 0);
+  TileRows shifted, staged;
   for (int32_t t0 = from; t0 < n_keys; t0 += kKeyTile) {
     if ((t0 - key_begin) % kKeySegment == 0)
       for (int g = 0; g < n_kvh * count; ++g) close_segment<Isa>(states[g], nv);
-    locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - t0), block_index, offset, rows);
-    ahead.n = 0;
-    if (const int32_t p = t0 + ahead_tiles * kKeyTile; ahead_tiles > 0 && p < n_keys) {
-      int32_t ahead_block = p / a.block_size, ahead_offset = p % a.block_size;
-      locate_tile(a, table, a.n_kv_heads * hb, kvh * hb, std::min(kKeyTile, n_keys - p), ahead_block, ahead_offset,
-                  ahead);
-    }
+    const TileRows& rows = locate(t0);
+    const int32_t p = t0 + ahead_tiles * kKeyTile;
+    const TileRows* ahead = ahead_tiles > 0 && p < n_keys ? &locate(p) : nullptr;
     for (int h = 0; h < n_kvh; ++h) {
       const TileRows* head_rows = &rows;
       if (h > 0) {  // the next KV head's rows: hb bytes on in every slot
@@ -513,12 +559,12 @@ void run_tiles(const PagedAttentionArgs& a, int32_t seq, int32_t kvh, int32_t ke
         for (int32_t i = 0; i < rows.n; ++i) shifted.k[i] = rows.k[i] + h * hb, shifted.v[i] = rows.v[i] + h * hb;
         head_rows = &shifted;
       }
-      const TilePrefetch prefetch{ahead.n > 0 ? &ahead : nullptr, hb, h * hb};  // this KV head's rows of `ahead`
+      const TilePrefetch prefetch{ahead, hb, h * hb};  // this KV head's rows of `ahead`
       if constexpr (kVecs == 0) {  // at once
-        for (int32_t i = 0; i < ahead.n; ++i)
+        for (int32_t i = 0; ahead != nullptr && i < ahead->n; ++i)
           for (int64_t off = h * hb; off < (h + 1) * hb; off += 64) {
-            __builtin_prefetch(ahead.k[i] + off, 0, 3);
-            __builtin_prefetch(ahead.v[i] + off, 0, 3);
+            __builtin_prefetch(ahead->k[i] + off, 0, 3);
+            __builtin_prefetch(ahead->v[i] + off, 0, 3);
           }
       }
       HeadState<Isa>* head_states = states + h * count;
