@@ -6,9 +6,12 @@
 // Without --chat the prompt is raw text, continued. With --chat it is a user's message: the conversation goes through
 // the model's chat template and each reply ends at the end of the assistant's turn; without -p the user's messages
 // are stdin's lines, one turn each, until its end (api/chat_session.h).
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -69,6 +72,20 @@ GenerateOptions generate_options(const RunOptions& o, int64_t n_ctx) {
   return gen;
 }
 
+// Ctrl-C in a chat on stdin: while a reply is being generated it stops that reply (the conversation goes on, the
+// partial reply in it); at the prompt it ends the process as usual. Lock-free atomics: safe in a signal handler.
+std::atomic<bool> g_reply_running{false};
+std::atomic<bool> g_stop_reply{false};
+
+extern "C" void stop_reply_on_sigint(int) {
+  if (g_reply_running.load()) {
+    g_stop_reply.store(true);
+    return;
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::raise(SIGINT);
+}
+
 // --chat: one turn for -p, else one turn per line of stdin. Text: each reply on stdout as it is generated, then a
 // newline; json: one object per turn.
 int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
@@ -78,12 +95,20 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (o.has_system) messages.push_back({{"role", "system"}, {"content", o.system}});
   ChatSession session(runner, *prompt, messages);
-  const GenerateOptions gen = generate_options(o, runner.n_ctx());
+  GenerateOptions gen = generate_options(o, runner.n_ctx());
   const bool stream_text = o.format == "text";
   const bool interactive = !o.has_prompt;
   const bool terminal = interactive && isatty(STDIN_FILENO);
+  static_assert(std::atomic<bool>::is_always_lock_free);
+  if (interactive) {
+    gen.stop = &g_stop_reply;
+    struct sigaction action = {};
+    action.sa_handler = stop_reply_on_sigint;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+  }
   if (terminal)
-    std::fprintf(stderr, "pagoda: chat template %s (%s); a message a line, Ctrl-D ends the chat\n",
+    std::fprintf(stderr, "pagoda: chat template %s (%s); a message a line, Ctrl-C stops a reply, Ctrl-D ends the chat\n",
                  prompt->describe().c_str(), how.c_str());
   int turns = 0, failed_turns = 0;
   std::string line;
@@ -102,11 +127,15 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
     }
     ++turns;
     const auto start = std::chrono::steady_clock::now();
+    g_stop_reply.store(false);
+    g_reply_running.store(true);
     auto turn = session.reply(line, gen, [&](std::string_view piece) {
       if (!stream_text) return;
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     });
+    g_reply_running.store(false);
+    const bool stopped = g_stop_reply.exchange(false);
     if (!turn.ok()) {
       // On stdin a turn that fails (a message too long for the context, say) is reported and the conversation, left
       // as it was, goes on; the exit status still says so.
@@ -135,9 +164,11 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
                  "pagoda: %zu prompt tokens (%lld kept from the last turn), %zu generated in %.2f s (%.1f tok/s)%s\n",
                  turn->prompt_ids.size(), static_cast<long long>(turn->reused), turn->ids.size(), seconds,
                  seconds > 0 ? (evaluated + turn->ids.size()) / seconds : 0.0,
-                 turn->ended ? "" : ": stopped at the token limit (-n) or the context's end");
+                 turn->ended       ? ""
+                 : stopped         ? ": stopped by Ctrl-C (the partial reply stays in the conversation)"
+                                   : ": stopped at the token limit (-n) or the context's end");
     // A reply that ran to the context's end without ending its turn is, for a small model, mostly a loop.
-    if (!turn->ended && !o.has_n_predict && gen.sampling.repetition_penalty == 1.0f)
+    if (!turn->ended && !stopped && !o.has_n_predict && gen.sampling.repetition_penalty == 1.0f)
       std::fprintf(stderr, "pagoda: the reply never ended its turn; a small model can repeat itself: -n caps a reply, "
                            "--repeat-penalty 1.1 discourages repeats\n");
   }

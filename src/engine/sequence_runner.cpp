@@ -113,6 +113,7 @@ Result<std::vector<int32_t>> generate_after(SequenceRunner& runner, std::span<co
     if (on_token) on_token(id);
     if (tok.is_end_of_generation(id) || runner.length() >= runner.n_ctx()) break;
     if (i + 1 == options.max_new_tokens) break;
+    if (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) break;
     logits = runner.eval(std::span<const int32_t>(&id, 1));
     if (!logits.ok()) return logits.error();
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -67,6 +68,9 @@ class SequenceRunner {
 struct GenerateOptions {
   int64_t max_new_tokens = 128;
   SamplingParams sampling;
+  // When set (by another thread, or a signal handler: a lock-free atomic), the generation ends after the token
+  // being sampled (`pagoda run --chat`: Ctrl-C stops a reply).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Prefills the prompt, then samples until an end-of-generation token, max_new_tokens or the context end.

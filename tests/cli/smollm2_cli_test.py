@@ -16,6 +16,7 @@ Usage: smollm2_cli_test.py PAGODA SOURCE_DIR"""
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -188,6 +189,45 @@ try:
         check(second["reused"] >= len(first["prompt_ids"]) + len(first["ids"]) - 1,
               f"run --chat turn 2 kept {second['reused']} tokens of {first}")
         check(second["ids"] == fresh["ids"], f"run --chat turn 2 reply: {second['ids']} against {fresh['ids']}")
+
+    # --- run --chat on stdin, Ctrl-C: during a reply (one that greedy SmolLM2 never ends) it stops the reply and the
+    # chat goes on, the partial reply in its history; at the prompt it ends the process as SIGINT does
+    chat = subprocess.Popen([pagoda, "run", model, "--chat", "--temp", "0", "-c", "2048", "-t", "2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        chat.stdin.write(b"Write a very long story about a dragon.\n")
+        chat.stdin.flush()
+        streamed = b""
+        while len(streamed) < 40:  # the reply is being streamed
+            ready, _, _ = select.select([chat.stdout], [], [], 60)
+            if not ready:
+                break
+            piece = os.read(chat.stdout.fileno(), 4096)
+            if not piece:
+                break
+            streamed += piece
+        chat.send_signal(signal.SIGINT)
+        chat.stdin.write(b"What is the capital of France?\n")
+        chat.stdin.flush()
+        stderr = b""
+        while stderr.count(b"kept from the last turn") < 2:  # the second turn's statistics line
+            ready, _, _ = select.select([chat.stderr], [], [], 60)
+            if not ready:
+                break
+            piece = os.read(chat.stderr.fileno(), 4096)
+            if not piece:
+                break
+            stderr += piece
+        check(b"stopped by Ctrl-C" in stderr and stderr.count(b"kept from the last turn") == 2,
+              f"run --chat Ctrl-C during a reply: {stderr[-600:]!r}")
+        kept = re.findall(rb"\((\d+) kept from the last turn\)", stderr)
+        check(len(kept) == 2 and int(kept[1]) > 39, f"run --chat after Ctrl-C kept {kept}")  # prompt + partial reply
+        chat.send_signal(signal.SIGINT)  # at the prompt
+        check(chat.wait(timeout=60) == -signal.SIGINT, f"run --chat Ctrl-C at the prompt: exit {chat.returncode}")
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+            chat.wait()
 
     # --- batch: all 18 at once, EOS ignored (64 steps each, as the goldens)
     req = os.path.join(tmp, "req.jsonl")

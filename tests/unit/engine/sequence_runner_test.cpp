@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "engine/engine.h"
@@ -83,6 +85,30 @@ TEST(SequenceRunner, GenerateAppliesThePenaltiesAsTheEngineDoes) {
   const auto a = run_tokens(sampled, 11);
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(a, engine_tokens(sampled, 11));
+}
+
+// GenerateOptions::stop ends the generation after the token being sampled when it is set: the tokens so far are
+// the unstopped generation's first ones.
+TEST(SequenceRunner, GenerateEndsWhenTheStopFlagIsSet) {
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  ThreadPool pool(2);
+  GenerateOptions o;
+  o.max_new_tokens = 40;
+  o.sampling.temperature = 0.0f;
+  SequenceRunner whole_runner(stories260k(), pool, 256);
+  auto whole = generate(whole_runner, prompt, o, nullptr);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_GT(whole->size(), 8u);
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  SequenceRunner runner(stories260k(), pool, 256);
+  size_t seen = 0;
+  auto ids = generate(runner, prompt, o, [&](int32_t) {
+    if (++seen == 6) stop.store(true);
+  });
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(ids->size(), 6u);
+  EXPECT_TRUE(std::equal(ids->begin(), ids->end(), whole->begin()));
 }
 
 }  // namespace pagoda
