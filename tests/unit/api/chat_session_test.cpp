@@ -104,7 +104,8 @@ TEST(ChatSession, AMessageThatCannotFitIsAnErrorAndTheConversationStaysAsItWas) 
 TEST(ChatSession, PenalizedTurnsGiveAFreshRunnersTokens) {
   ThreadPool pool(2);
   SequenceRunner runner(stories260k(), pool, 512);
-  ChatSession session(runner, ChatPrompt::builtin(ChatTemplateFamily::kChatml), nlohmann::ordered_json::array());
+  const ChatPrompt prompt = ChatPrompt::builtin(ChatTemplateFamily::kChatml);  // outlives the session
+  ChatSession session(runner, prompt, nlohmann::ordered_json::array());
   GenerateOptions o = greedy(16);
   o.sampling.repetition_penalty = 1.5f;
   o.sampling.frequency_penalty = 0.5f;
