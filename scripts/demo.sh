@@ -71,4 +71,4 @@ wait "$pid" || status=$?
 trap 'rm -f "$log"' EXIT
 tail -n 2 "$log" | sed 's/^/  /'
 [ "$status" -eq 0 ] || { echo "demo: the server exited with status $status" >&2; exit 1; }
-echo "demo: done. To chat in the terminal instead: build/pagoda run --chat (a message a line, Ctrl-D ends)"
+echo "demo: done. To chat in the terminal instead: build/pagoda run --chat (a message a line; Ctrl-C stops a reply, Ctrl-D ends the chat)"
