@@ -49,6 +49,18 @@ def run(args, env=None, timeout=300, stdin=None):
     return subprocess.run(args, capture_output=True, text=True, env=e, timeout=timeout, input=stdin)
 
 
+def read_until(pipe, done, timeout=60):
+    """Bytes read from a child's pipe until done(bytes so far), its end, or `timeout` seconds without output."""
+    got = b""
+    while not done(got):
+        ready, _, _ = select.select([pipe], [], [], timeout)
+        piece = os.read(pipe.fileno(), 4096) if ready else b""
+        if not piece:
+            break
+        got += piece
+    return got
+
+
 def greedy_matches(name, ids, golden, stops_at_eos):
     """ids equal golden's greedy tokens up to a divergence at a near-tie; with stops_at_eos they may end at <|im_end|>."""
     for s, step in enumerate(golden["steps"]):
@@ -197,27 +209,12 @@ try:
     try:
         chat.stdin.write(b"Write a very long story about a dragon.\n")
         chat.stdin.flush()
-        streamed = b""
-        while len(streamed) < 40:  # the reply is being streamed
-            ready, _, _ = select.select([chat.stdout], [], [], 60)
-            if not ready:
-                break
-            piece = os.read(chat.stdout.fileno(), 4096)
-            if not piece:
-                break
-            streamed += piece
+        read_until(chat.stdout, lambda got: len(got) >= 40)  # the reply is being streamed
         chat.send_signal(signal.SIGINT)
         chat.stdin.write(b"What is the capital of France?\n")
         chat.stdin.flush()
-        stderr = b""
-        while stderr.count(b"kept from the last turn") < 2:  # the second turn's statistics line
-            ready, _, _ = select.select([chat.stderr], [], [], 60)
-            if not ready:
-                break
-            piece = os.read(chat.stderr.fileno(), 4096)
-            if not piece:
-                break
-            stderr += piece
+        # until the second turn's statistics line
+        stderr = read_until(chat.stderr, lambda got: got.count(b"kept from the last turn") >= 2)
         check(b"stopped by Ctrl-C" in stderr and stderr.count(b"kept from the last turn") == 2,
               f"run --chat Ctrl-C during a reply: {stderr[-600:]!r}")
         kept = re.findall(rb"\((\d+) kept from the last turn\)", stderr)
