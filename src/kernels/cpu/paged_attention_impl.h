@@ -897,16 +897,27 @@ inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std
       jobs.push_back(j);
     }
   // Decode queries read a whole sequence's slots, every KV head, as one job when there are enough of them to keep
-  // every thread busy (two jobs a thread): the K/V then stream in address order (run_tiles).
+  // every thread busy (two jobs a thread): the K/V then stream in address order (run_tiles). So does, in a batch of
+  // decode queries only, one long enough that split-KV gives every thread two of its segments (split_long_jobs
+  // then splits the job, a segment of every KV head a job): SmolLM2's attention alone, one sequence, from memory,
+  // Zen 5, against a job per KV head and segment: 4,032 keys -5-12%, 1,024 keys -10%; at 600 keys (3 segments) even,
+  // below that slower, hence the threshold (docs/PERFORMANCE.md).
   int64_t decode_queries = 0;
-  for (int32_t s = 0; s < a.num_seqs; ++s)
-    decode_queries += !in_cascade[s] && a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s] == 1;
+  bool decode_only = true;
+  for (int32_t s = 0; s < a.num_seqs; ++s) {
+    const bool decode = a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s] == 1;
+    decode_queries += !in_cascade[s] && decode;
+    decode_only = decode_only && decode;
+  }
   const bool whole_slots = a.n_kv_heads > 1 && decode_queries >= 2 * num_threads;
+  const bool split_allowed = a.split_kv == SplitKv::kAlways || (a.split_kv == SplitKv::kAuto && num_threads >= 2);
   for (int32_t s = 0; s < a.num_seqs; ++s) {
     if (in_cascade[s]) continue;
     const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
     const int32_t key_begin = a.kv_begin ? a.kv_begin[s] : 0;
-    if (whole_slots && q_len == 1) {
+    const bool long_alone = decode_only && split_allowed && a.n_kv_heads > 1 &&
+                            (a.seq_lens_kv[s] - key_begin + kKeySegment - 1) / kKeySegment >= 2 * num_threads;
+    if ((whole_slots || long_alone) && q_len == 1) {
       Job j{s, q_begin, a.seq_lens_kv[s], 0, key_begin, group};
       j.kv_head_count = a.n_kv_heads;
       jobs.push_back(j);

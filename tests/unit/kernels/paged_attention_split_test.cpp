@@ -57,6 +57,34 @@ TEST(PagedAttentionSplit, EverySplitThreadCountAndIsaGivesTheSameBits) {
   }
 }
 
+// Decode-only batches whose long sequences split into at least two segments a thread run those as whole-slot jobs
+// (every KV head of a segment in one job): the same bits as one thread with no split, for grouped and ungrouped heads.
+TEST(PagedAttentionSplit, LongDecodesAloneReadWholeSlotsWithTheSameBits) {
+  for (int32_t group : {1, 3}) {
+    for (const std::vector<SeqSpec>& specs : {std::vector<SeqSpec>{{1300, 1}}, std::vector<SeqSpec>{{1300, 1}, {600, 1}}}) {
+      const int32_t n_kv = 3, n_heads = n_kv * group, hd = 64;
+      const PagedBatch b = make_batch(specs, 16, n_heads, n_kv, hd, 77 + group + static_cast<int>(specs.size()));
+      ThreadPool one(1);
+      const std::vector<float> want = run(b, one, "portable", SplitKv::kNever);
+      ASSERT_FALSE(want.empty());
+      std::vector<float> ref(b.out_size());
+      paged_attention_reference(b.args(ref.data()), one);
+      for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(want[i], ref[i], 2e-5f) << "output " << i;
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (const char* isa : {"portable", "avx2", "avx512"})
+          for (SplitKv split : {SplitKv::kNever, SplitKv::kAuto, SplitKv::kAlways}) {
+            const std::vector<float> got = run(b, pool, isa, split);
+            if (got.empty()) continue;
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * 4))
+                << isa << " threads " << threads << " split " << static_cast<int>(split) << " group " << group
+                << " sequences " << specs.size();
+          }
+      }
+    }
+  }
+}
+
 // A single long decode among few jobs is split on its own (kAuto) and still gives the bits of the sequence run by one
 // thread; with kv_begin inside the keys, segments count from kv_begin: the bits of a sequence holding only keys b...
 TEST(PagedAttentionSplit, SegmentsCountFromKvBegin) {
