@@ -104,6 +104,7 @@ int chat(const RunOptions& o, const Model& m, SequenceRunner& runner) {
     gen.stop = &g_stop_reply;
     struct sigaction action = {};
     action.sa_handler = stop_reply_on_sigint;
+    action.sa_flags = SA_RESTART;  // a reply's write to stdout, interrupted, goes on
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, nullptr);
   }
