@@ -837,6 +837,11 @@ inline void find_cascades(const PagedAttentionArgs& a, std::vector<Job>& members
   }
 }
 
+// Whether split-KV decode may split a long query's segments into jobs of their own (kAuto: with two threads or more).
+inline bool split_kv_allowed(const PagedAttentionArgs& a, int num_threads) {
+  return a.split_kv == SplitKv::kAlways || (a.split_kv == SplitKv::kAuto && num_threads >= 2);
+}
+
 // A decode query's heads when heads share KV heads but there are too few queries to give each thread two jobs of a
 // KV head's heads (single-stream decode): each thread a contiguous share of the heads, one job per KV head the share
 // touches (SmolLM2's 9/3 heads on 2 threads: heads 0-2 and 3 on one, 4-5 and 6-8 on the other), so that a KV head's
@@ -910,12 +915,11 @@ inline void collect_group_jobs(const PagedAttentionArgs& a, int num_threads, std
     decode_only = decode_only && decode;
   }
   const bool whole_slots = a.n_kv_heads > 1 && decode_queries >= 2 * num_threads;
-  const bool split_allowed = a.split_kv == SplitKv::kAlways || (a.split_kv == SplitKv::kAuto && num_threads >= 2);
   for (int32_t s = 0; s < a.num_seqs; ++s) {
     if (in_cascade[s]) continue;
     const int32_t q_begin = a.cu_seqlens_q[s], q_len = a.cu_seqlens_q[s + 1] - q_begin;
     const int32_t key_begin = a.kv_begin ? a.kv_begin[s] : 0;
-    const bool long_alone = decode_only && split_allowed && a.n_kv_heads > 1 &&
+    const bool long_alone = decode_only && split_kv_allowed(a, num_threads) && a.n_kv_heads > 1 &&
                             (a.seq_lens_kv[s] - key_begin + kKeySegment - 1) / kKeySegment >= 2 * num_threads;
     if ((whole_slots || long_alone) && q_len == 1) {
       Job j{s, q_begin, a.seq_lens_kv[s], 0, key_begin, group};
@@ -944,7 +948,7 @@ inline void split_long_jobs(const PagedAttentionArgs& a, int num_threads, std::v
                             std::vector<SplitUnit>& units, int64_t* scratch_states) {
   units.clear();
   *scratch_states = 0;
-  if (a.split_kv == SplitKv::kNever || (a.split_kv == SplitKv::kAuto && num_threads < 2)) return;
+  if (!split_kv_allowed(a, num_threads)) return;
   int64_t work = 0;
   for (const Job& j : jobs)
     work += static_cast<int64_t>(j.n_keys - j.key_begin) * j.head_count * j.kv_head_count * j.query_count;
